@@ -1,0 +1,80 @@
+// GptBackend runs the GPT graph (forward, backward, AdamW) through one Ops implementation.
+// Every backend is a GptBackend with a different op set, so the graph is written once.
+#pragma once
+
+#include "backend.hpp"
+
+#include <functional>
+#include <optional>
+#include <memory>
+#include <vector>
+
+namespace tandem {
+
+class GptBackend final : public Backend {
+public:
+    // availableBytes tells how much memory the op set can still allocate (RAM or GPU memory).
+    GptBackend(std::string name, std::unique_ptr<Ops> ops, std::function<int64_t()> availableBytes);
+    ~GptBackend() override;
+
+    std::string name() const override { return m_name; }
+    MemoryEstimate estimateMemory(const ModelConfig& config, int B, int T) const override;
+    Status canRun(const ModelConfig& config, int B, int T) const override;
+    Status allocate(const ModelConfig& config, int B, int T) override;
+
+    Status loadParameters(std::span<const float> parameters) override;
+    Status storeParameters(std::span<float> parameters) const override;
+    Status storeGradients(std::span<float> gradients) const override;
+    Status loadOptimizerState(const OptimizerState& state) override;
+    Expected<OptimizerState> storeOptimizerState() const override;
+
+    Expected<float> forward(std::span<const int32_t> inputs, std::span<const int32_t> targets,
+                            int b, int t) override;
+    Status backward() override;
+    Expected<StepStats> adamwStep(const AdamWConfig& config, float lr) override;
+    Expected<EncodeStats> encodePseudoGradient(std::span<const float> start,
+                                               std::span<uint16_t> out) override;
+
+    Ops& ops() { return *m_ops; }
+
+    // Offsets (in floats) of the activation tensors of a B x T plan; the same plan describes
+    // activations and their gradients.
+    struct ActivationPlan {
+        struct Layer {
+            int64_t ln1, ln1Mean, ln1Rstd, qkv, atty, preatt, att, attnProj, residual2, ln2,
+                ln2Mean, ln2Rstd, fch, fchGelu, fcProj, residual3;
+        };
+        int64_t encoded = 0;
+        std::vector<Layer> layers;
+        int64_t lnf = 0, lnfMean = 0, lnfRstd = 0, logits = 0, probs = 0, losses = 0;
+        int64_t total = 0;
+    };
+    static ActivationPlan planActivations(const ModelConfig& config, int B, int T);
+
+private:
+    void releaseAll();
+    Status requireAllocated(const char* what) const;
+
+    std::string m_name;
+    std::unique_ptr<Ops> m_ops;
+    std::function<int64_t()> m_availableBytes;
+
+    std::optional<ParameterLayout> m_layout;
+    ActivationPlan m_plan;
+    int m_maxB = 0, m_maxT = 0;
+    int m_b = 0, m_t = 0;  // shape of the last forward
+    bool m_haveForward = false;
+    int64_t m_step = 0;  // AdamW updates made with the current moments
+
+    float* m_params = nullptr;
+    float* m_grads = nullptr;
+    float* m_m = nullptr;
+    float* m_v = nullptr;
+    float* m_acts = nullptr;
+    float* m_gradActs = nullptr;
+    int32_t* m_inputs = nullptr;
+    int32_t* m_targets = nullptr;
+    std::vector<float> m_hostLosses;  // (B,T) staging for the loss and dlosses
+};
+
+}  // namespace tandem

@@ -1,0 +1,81 @@
+// The GPT model's shape: its configuration and the one table that describes every parameter
+// tensor inside the single flat fp32 buffer.
+//
+// Dimensions: L layers, NH heads, C channels, T sequence length (maxSeqLen), V vocabulary (256).
+#pragma once
+
+#include "expected.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tandem {
+
+struct ModelConfig {
+    int layers = 0;     // L
+    int heads = 0;      // NH
+    int channels = 0;   // C
+    int maxSeqLen = 0;  // T: positions the model has embeddings for
+    int vocabSize = 256;
+
+    // "tiny", "small", "medium", or numbers as "L=2,NH=4,C=128,T=64".
+    static Expected<ModelConfig> parse(std::string_view text);
+    // Refuses sizes that make no sense (zero, C not divisible by NH, absurdly large).
+    Status validate() const;
+    std::string describe() const;  // "L=2 NH=4 C=128 T=64 V=256"
+    int64_t parameterCount() const;
+
+    bool operator==(const ModelConfig&) const = default;
+};
+
+struct TensorInfo {
+    std::string name;  // e.g. "blocks.0.attn.qkv.weight"
+    std::vector<int> shape;
+    int64_t offset = 0;  // in floats, into the flat parameter buffer
+    int64_t size = 0;    // in floats
+    bool decays = false;  // AdamW weight decay applies (matrices only)
+};
+
+// Offsets of the tensors of one transformer block, relative to the block's first float.
+struct BlockOffsets {
+    int64_t ln1Weight, ln1Bias;  // (C), (C)
+    int64_t qkvWeight, qkvBias;  // (3C, C), (3C)
+    int64_t attnProjWeight, attnProjBias;  // (C, C), (C)
+    int64_t ln2Weight, ln2Bias;  // (C), (C)
+    int64_t fcWeight, fcBias;  // (4C, C), (4C)
+    int64_t fcProjWeight, fcProjBias;  // (C, 4C), (C)
+};
+
+// The layout of all parameters in one buffer: wte (V, C), wpe (T, C), then L blocks, then the
+// final LayerNorm. The output layer is tied to wte.
+class ParameterLayout {
+public:
+    explicit ParameterLayout(const ModelConfig& config);
+
+    const ModelConfig& config() const { return m_config; }
+    const std::vector<TensorInfo>& tensors() const { return m_tensors; }
+    int64_t parameterCount() const { return m_count; }
+    const TensorInfo* find(std::string_view name) const;
+
+    int64_t wte() const { return 0; }
+    int64_t wpe() const { return m_wpe; }
+    int64_t blockStart(int layer) const { return m_firstBlock + layer * m_blockSize; }
+    const BlockOffsets& block() const { return m_block; }  // add blockStart(layer)
+    int64_t lnfWeight() const { return m_lnf; }
+    int64_t lnfBias() const { return m_lnf + m_config.channels; }
+
+private:
+    ModelConfig m_config;
+    std::vector<TensorInfo> m_tensors;
+    BlockOffsets m_block{};
+    int64_t m_wpe = 0, m_firstBlock = 0, m_blockSize = 0, m_lnf = 0, m_count = 0;
+};
+
+// GPT-2 initialisation: weights N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)),
+// biases 0, LayerNorm weights 1. Deterministic in the seed.
+void initParameters(const ParameterLayout& layout, std::span<float> parameters, uint64_t seed);
+
+}  // namespace tandem
