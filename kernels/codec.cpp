@@ -1,0 +1,214 @@
+// fp16 pseudo-gradient codec in portable code. The per-element conversions are branchless so the
+// compiler vectorizes the loops (this file is built with -ftree-vectorize); rounding is round to
+// nearest even, identical to the F16C instructions for every finite input that fits in a half.
+//
+// Dimensions: N elements.
+#include "codec.hpp"
+
+#include "thread_pool.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <string>
+#include <vector>
+
+namespace tandem {
+namespace {
+
+constexpr uint32_t kF32Inf = 0x7f800000u;
+constexpr uint32_t kF32HalfMax = 0x477fe000u;        // 65504.0f
+constexpr uint32_t kF32HalfMinNormal = 0x38800000u;  // 2^-14
+constexpr uint32_t kF32Half = 0x3f000000u;           // 0.5f
+
+// Elements per piece of work: large enough that handing a piece to a thread costs nothing.
+constexpr int64_t kMinChunk = 1 << 16;
+// scanFp16 sums squares in fixed blocks, then adds the block sums in order, so the result does
+// not depend on the thread count.
+constexpr int64_t kScanBlock = 1 << 16;
+
+// |x| as float bits (sign cleared) -> half bits without sign. Branchless.
+inline uint32_t magnitudeToHalf(uint32_t a) {
+    // Finite values beyond the largest half saturate to it (0x7bff).
+    const uint32_t clamped = a < kF32HalfMax ? a : kF32HalfMax;
+    // Normal halves: drop 13 mantissa bits with round to nearest even, rebias the exponent.
+    const uint32_t normal = (clamped + 0xfffu + ((clamped >> 13) & 1u) - (112u << 23)) >> 13;
+    // Subnormal halves: adding 0.5f aligns the unit 2^-24 with the last mantissa bit, and the
+    // FPU's round to nearest even does the rounding; the low bits are then the half's bits.
+    const float small = std::bit_cast<float>(clamped) + 0.5f;
+    const uint32_t subnormal = std::bit_cast<uint32_t>(small) - kF32Half;
+    // Inf stays Inf; NaN becomes a quiet NaN keeping the top payload bits (as F16C does).
+    const uint32_t special = a > kF32Inf ? (0x7e00u | ((a >> 13) & 0x3ffu)) : 0x7c00u;
+    const uint32_t finite = clamped < kF32HalfMinNormal ? subnormal : normal;
+    return a >= kF32Inf ? special : finite;
+}
+
+inline float decodeHalf(uint32_t h) {
+    const uint32_t sign = (h & 0x8000u) << 16;
+    const uint32_t shifted = (h & 0x7fffu) << 13;  // exponent and mantissa in float position
+    const uint32_t exponent = shifted & 0x0f800000u;
+    // Normal: rebias by 127 - 15. Inf/NaN: exponent all ones; NaN gets the quiet bit (as F16C).
+    const uint32_t normal = shifted + (112u << 23);
+    const uint32_t special = (shifted + (224u << 23)) | ((h & 0x3ffu) != 0 ? 0x00400000u : 0u);
+    // Subnormal (and zero): m * 2^-24 = (2^-14 * (1 + m/1024)) - 2^-14, exact.
+    const float subnormal =
+        std::bit_cast<float>(shifted + (113u << 23)) - std::bit_cast<float>(113u << 23);
+    const uint32_t bits = exponent == 0x0f800000u
+                              ? special
+                              : (exponent == 0 ? std::bit_cast<uint32_t>(subnormal) : normal);
+    return std::bit_cast<float>(bits | sign);
+}
+
+// Calls fn(piece, begin, end) over contiguous pieces of [0, n): one piece without a pool.
+template <class Fn>
+void forPieces(ThreadPool* pool, int64_t n, int64_t minChunk, int maxPieces, Fn&& fn) {
+    int pieces = 1;
+    if (pool != nullptr) {
+        pieces = static_cast<int>(
+            std::clamp<int64_t>((n + minChunk - 1) / minChunk, 1, pool->threads()));
+    }
+    pieces = std::min(pieces, maxPieces);
+    if (pieces <= 1) {
+        fn(0, int64_t{0}, n);
+        return;
+    }
+    pool->run(pieces, [&](int piece) { fn(piece, n * piece / pieces, n * (piece + 1) / pieces); });
+}
+
+struct PieceStats {
+    int64_t saturated = 0;
+    int64_t nonFinite = 0;
+    int64_t firstNonFinite = -1;
+};
+
+// out (n), start (n), end (n)
+PieceStats encodeRange(uint16_t* out, const float* start, const float* end, int64_t n) {
+    // Count in 32-bit lanes (vectorizes); n per call stays far below 2^32 in blocks.
+    PieceStats stats;
+    constexpr int64_t kBlock = 1 << 20;
+    for (int64_t b = 0; b < n; b += kBlock) {
+        const int64_t e = std::min(n, b + kBlock);
+        uint32_t saturated = 0, nonFinite = 0;
+        for (int64_t i = b; i < e; ++i) {
+            const uint32_t x = std::bit_cast<uint32_t>(start[i] - end[i]);
+            const uint32_t a = x & 0x7fffffffu;
+            saturated += (a > kF32HalfMax) & (a < kF32Inf);
+            nonFinite += a >= kF32Inf;
+            out[i] = static_cast<uint16_t>(((x >> 16) & 0x8000u) | magnitudeToHalf(a));
+        }
+        stats.saturated += saturated;
+        if (nonFinite != 0 && stats.nonFinite == 0) {
+            for (int64_t i = b; i < e; ++i) {
+                if ((std::bit_cast<uint32_t>(start[i] - end[i]) & 0x7fffffffu) >= kF32Inf) {
+                    stats.firstNonFinite = i;
+                    break;
+                }
+            }
+        }
+        stats.nonFinite += nonFinite;
+    }
+    return stats;
+}
+
+// sum (n) += weight * decode(delta (n))
+void accumulateRange(float* sum, const uint16_t* delta, float weight, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        sum[i] += weight * decodeHalf(delta[i]);
+}
+
+}  // namespace
+
+uint16_t floatToHalf(float value, bool* saturated) {
+    const uint32_t x = std::bit_cast<uint32_t>(value);
+    const uint32_t a = x & 0x7fffffffu;
+    if (saturated != nullptr)
+        *saturated = a > kF32HalfMax && a < kF32Inf;
+    return static_cast<uint16_t>(((x >> 16) & 0x8000u) | magnitudeToHalf(a));
+}
+
+float halfToFloat(uint16_t half) {
+    return decodeHalf(half);
+}
+
+Expected<EncodeStats> encodeDeltaFp16(std::span<const float> start, std::span<const float> end,
+                                      std::span<uint16_t> out, ThreadPool* pool) {
+    if (start.size() != end.size() || start.size() != out.size()) {
+        return makeError("fp16 encode: sizes differ (start " + std::to_string(start.size()) +
+                         ", end " + std::to_string(end.size()) + ", out " +
+                         std::to_string(out.size()) + "); expected equal sizes");
+    }
+    const int64_t n = static_cast<int64_t>(start.size());
+    PieceStats pieces[64];
+    forPieces(pool, n, kMinChunk, 64, [&](int piece, int64_t begin, int64_t stop) {
+        PieceStats s =
+            encodeRange(out.data() + begin, start.data() + begin, end.data() + begin, stop - begin);
+        if (s.firstNonFinite >= 0)
+            s.firstNonFinite += begin;
+        pieces[piece] = s;
+    });
+    EncodeStats stats;
+    int64_t firstNonFinite = -1;
+    for (const PieceStats& s : pieces) {
+        stats.saturated += s.saturated;
+        stats.nonFinite += s.nonFinite;
+        if (firstNonFinite < 0)
+            firstNonFinite = s.firstNonFinite;
+    }
+    if (stats.nonFinite > 0) {
+        const float d = start[firstNonFinite] - end[firstNonFinite];
+        return makeError("pseudo-gradient has " + std::to_string(stats.nonFinite) +
+                         " non-finite value(s) (first at parameter " +
+                         std::to_string(firstNonFinite) + ": " + std::to_string(d) +
+                         "); expected all finite, nothing was encoded");
+    }
+    return stats;
+}
+
+void accumulateFp16(std::span<float> sum, std::span<const uint16_t> delta, float weight,
+                    ThreadPool* pool) {
+    assert(sum.size() == delta.size());
+    const int64_t n = static_cast<int64_t>(std::min(sum.size(), delta.size()));
+    forPieces(pool, n, kMinChunk, 1 << 30, [&](int, int64_t begin, int64_t stop) {
+        accumulateRange(sum.data() + begin, delta.data() + begin, weight, stop - begin);
+    });
+}
+
+Fp16Scan scanFp16(std::span<const uint16_t> delta, ThreadPool* pool) {
+    const int64_t n = static_cast<int64_t>(delta.size());
+    const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+    std::vector<double> blockSums(static_cast<size_t>(blocks));
+    std::vector<int64_t> blockNonFinite(static_cast<size_t>(blocks));
+    forPieces(pool, blocks, 1, 1 << 30, [&](int, int64_t begin, int64_t stop) {
+        for (int64_t b = begin; b < stop; ++b) {
+            const int64_t lo = b * kScanBlock, hi = std::min(n, lo + kScanBlock);
+            // Squares of halves are exact in double; four partial sums hide the add latency.
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            int64_t bad = 0;
+            int64_t i = lo;
+            auto one = [&](uint16_t h, double& s) {
+                const bool special = (h & 0x7c00u) == 0x7c00u;
+                bad += special;
+                const double v = special ? 0.0 : static_cast<double>(decodeHalf(h));
+                s += v * v;
+            };
+            for (; i + 4 <= hi; i += 4) {
+                one(delta[i], s0);
+                one(delta[i + 1], s1);
+                one(delta[i + 2], s2);
+                one(delta[i + 3], s3);
+            }
+            for (; i < hi; ++i)
+                one(delta[i], s0);
+            blockSums[b] = (s0 + s1) + (s2 + s3);
+            blockNonFinite[b] = bad;
+        }
+    });
+    Fp16Scan scan;
+    for (int64_t b = 0; b < blocks; ++b) {
+        scan.sumSquares += blockSums[b];
+        scan.nonFinite += blockNonFinite[b];
+    }
+    return scan;
+}
+
+}  // namespace tandem
