@@ -23,9 +23,12 @@ inline constexpr uint32_t kCheckpointVersion = 1;
 
 struct Checkpoint {
     ModelConfig config;
-    std::vector<float> parameters;          // (P)
+    std::vector<float> parameters;            // (P)
     std::optional<OptimizerState> optimizer;  // moments (P) each, and the step
 };
+
+// CRC-32 as in zlib (polynomial 0xEDB88320); pass a previous result to continue over more bytes.
+uint32_t crc32(std::span<const uint8_t> bytes, uint32_t crc = 0);
 
 std::vector<uint8_t> serializeCheckpoint(const Checkpoint& checkpoint);
 // Errors name what was found and what was expected: magic, version, truncation, checksum,
