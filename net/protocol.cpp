@@ -1,0 +1,544 @@
+#include "protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace tandem::net {
+
+using nlohmann::json;
+
+namespace {
+
+// Reads fields of one JSON object and remembers the first problem, so that a parser reads like
+// a list of fields and reports "field 'x': expected ..., found ...".
+class Reader {
+  public:
+    Reader(const json& object, std::string context) : m_j(object), m_context(std::move(context)) {}
+
+    bool failed() const { return m_error.has_value(); }
+    Error error() const { return *m_error; }
+
+    const json* field(const char* name) {
+        if (failed())
+            return nullptr;
+        auto it = m_j.find(name);
+        if (it == m_j.end()) {
+            fail(std::string("field '") + name + "' is missing");
+            return nullptr;
+        }
+        return &*it;
+    }
+
+    std::string string(const char* name, size_t minLen, size_t maxLen) {
+        const json* v = field(name);
+        if (!v)
+            return {};
+        if (!v->is_string())
+            return typeError(name, "a string", *v), std::string();
+        std::string s = v->get<std::string>();
+        if (s.size() < minLen || s.size() > maxLen)
+            fail(std::string("field '") + name + "' must be " + std::to_string(minLen) + " to " +
+                 std::to_string(maxLen) + " characters long, found " + std::to_string(s.size()));
+        return s;
+    }
+
+    int64_t integer(const char* name, int64_t lo, int64_t hi) {
+        const json* v = field(name);
+        if (!v)
+            return 0;
+        if (!v->is_number_integer())
+            return typeError(name, "an integer", *v), 0;
+        if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX))
+            return rangeError(name, lo, hi, v->dump()), 0;
+        int64_t x = v->get<int64_t>();
+        if (x < lo || x > hi)
+            rangeError(name, lo, hi, std::to_string(x));
+        return x;
+    }
+
+    double number(const char* name, double lo, double hi) {
+        const json* v = field(name);
+        if (!v)
+            return 0;
+        if (!v->is_number())
+            return typeError(name, "a number", *v), 0.0;
+        double x = v->get<double>();
+        if (!std::isfinite(x) || x < lo || x > hi)
+            fail(std::string("field '") + name + "' must be a finite number in [" + num(lo) + ", " +
+                 num(hi) + "], found " + v->dump());
+        return x;
+    }
+
+    std::optional<double> optionalNumber(const char* name) {
+        if (failed())
+            return std::nullopt;
+        auto it = m_j.find(name);
+        if (it == m_j.end() || it->is_null())
+            return std::nullopt;
+        return number(name, -std::numeric_limits<double>::max(),
+                      std::numeric_limits<double>::max());
+    }
+
+    Sha256Digest digest(const char* name) {
+        std::string s = string(name, 0, 1000);
+        if (failed())
+            return {};
+        auto d = digestFromHex(s);
+        if (!d)
+            return fail(std::string("field '") + name + "': " + d.error().message), Sha256Digest{};
+        return *d;
+    }
+
+    PublicKey publicKey(const char* name) {
+        std::string s = string(name, 0, 1000);
+        if (failed())
+            return {};
+        auto k = publicKeyFromBase64(s);
+        if (!k)
+            return fail(std::string("field '") + name + "': " + k.error().message), PublicKey{};
+        return *k;
+    }
+
+    Signature signature(const char* name) {
+        std::string s = string(name, 0, 1000);
+        if (failed())
+            return {};
+        auto k = signatureFromBase64(s);
+        if (!k)
+            return fail(std::string("field '") + name + "': " + k.error().message), Signature{};
+        return *k;
+    }
+
+    const json* object(const char* name) {
+        const json* v = field(name);
+        if (v && !v->is_object())
+            return typeError(name, "an object", *v), nullptr;
+        return v;
+    }
+
+    const json* array(const char* name) {
+        const json* v = field(name);
+        if (v && !v->is_array())
+            return typeError(name, "an array", *v), nullptr;
+        return v;
+    }
+
+    void fail(std::string message) {
+        if (!m_error)
+            m_error = makeError(m_context + ": " + std::move(message));
+    }
+
+  private:
+    static std::string num(double x) {
+        json j = x;
+        return j.dump();
+    }
+    static const char* typeName(const json& v) { return v.type_name(); }
+    void typeError(const char* name, const char* expected, const json& v) {
+        fail(std::string("field '") + name + "' must be " + expected + ", found " + typeName(v));
+    }
+    void rangeError(const char* name, int64_t lo, int64_t hi, const std::string& found) {
+        fail(std::string("field '") + name + "' must be in [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "], found " + found);
+    }
+
+    const json& m_j;
+    std::string m_context;
+    std::optional<Error> m_error;
+};
+
+constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxSeed = (int64_t{1} << 53) - 1;
+
+Expected<json> parseObject(std::string_view text, const char* what) {
+    json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded())
+        return makeError(std::string(what) + ": the body is not valid JSON");
+    if (!j.is_object())
+        return makeError(std::string(what) + ": expected a JSON object, found " + j.type_name());
+    return j;
+}
+
+json modelToJson(const ModelConfig& c) {
+    return json{{"layers", c.layers},
+                {"heads", c.heads},
+                {"channels", c.channels},
+                {"max_seq_len", c.maxSeqLen},
+                {"vocab_size", c.vocabSize}};
+}
+
+ModelConfig modelFromJson(Reader& r, const char* name) {
+    ModelConfig c;
+    const json* m = r.object(name);
+    if (!m)
+        return c;
+    Reader mr(*m, std::string("field '") + name + "'");
+    c.layers = static_cast<int>(mr.integer("layers", 1, 1024));
+    c.heads = static_cast<int>(mr.integer("heads", 1, 1024));
+    c.channels = static_cast<int>(mr.integer("channels", 1, 1 << 16));
+    c.maxSeqLen = static_cast<int>(mr.integer("max_seq_len", 1, 1 << 20));
+    c.vocabSize = static_cast<int>(mr.integer("vocab_size", 1, 1 << 20));
+    if (mr.failed())
+        return r.fail(mr.error().message), c;
+    if (auto st = c.validate(); !st)
+        r.fail(std::string("field '") + name + "': " + st.error().message);
+    return c;
+}
+
+std::string b64(std::span<const uint8_t> bytes) {
+    return toBase64(bytes);
+}
+
+json manifestBody(const Manifest& m) {
+    return json{
+        {"work_unit_id", m.workUnitId},
+        {"run_id", m.runId},
+        {"base_version", m.baseVersion},
+        {"model", modelToJson(m.model)},
+        {"weights",
+         {{"url", m.weightsUrl}, {"sha256", toHex(m.weightsSha256)}, {"bytes", m.weightsBytes}}},
+        {"data",
+         {{"url", m.dataUrl},
+          {"shard", m.dataShard},
+          {"offset", m.dataOffset},
+          {"length", m.dataLength},
+          {"sha256", toHex(m.dataSha256)}}},
+        {"inner_steps", m.innerSteps},
+        {"batch", m.batch},
+        {"seq_len", m.seqLen},
+        {"lr",
+         {{"peak", m.lr.peakLr},
+          {"min", m.lr.minLr},
+          {"warmup_steps", m.lr.warmupSteps},
+          {"total_steps", m.lr.totalSteps}}},
+        {"seed", m.seed},
+        {"deadline_unix", m.deadlineUnix},
+        {"heartbeat_seconds", m.heartbeatSeconds},
+        {"upload_url", m.uploadUrl},
+        {"max_upload_bytes", m.maxUploadBytes},
+        {"protocol", kProtocolVersion}};
+}
+
+json receiptBody(const Receipt& r) {
+    return json{{"work_unit_id", r.workUnitId},
+                {"client_id", r.clientId},
+                {"round", r.round},
+                {"weight", r.weight},
+                {"time_unix", r.timeUnix},
+                {"result_sha256", toHex(r.resultDigest)}};
+}
+
+std::span<const uint8_t> bytesOf(const std::string& s) {
+    return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+}  // namespace
+
+// ---- ApiError
+
+std::string ApiError::toJson() const {
+    return json{{"error", {{"code", code}, {"message", message}}}}.dump();
+}
+
+Expected<ApiError> ApiError::fromJson(std::string_view text) {
+    auto j = parseObject(text, "error body");
+    if (!j)
+        return j.error();
+    Reader r(*j, "error body");
+    const json* e = r.object("error");
+    if (r.failed())
+        return r.error();
+    Reader er(*e, "error body 'error'");
+    ApiError out;
+    out.code = er.string("code", 1, 100);
+    out.message = er.string("message", 0, 10000);
+    if (er.failed())
+        return er.error();
+    return out;
+}
+
+// ---- register
+
+std::string RegisterRequest::toJson() const {
+    return json{{"name", name}, {"public_key", b64(publicKey)}, {"hardware", hardware}}.dump();
+}
+
+Expected<RegisterRequest> RegisterRequest::fromJson(std::string_view text) {
+    auto j = parseObject(text, "register request");
+    if (!j)
+        return j.error();
+    Reader r(*j, "register request");
+    RegisterRequest out;
+    out.name = r.string("name", 1, 100);
+    out.publicKey = r.publicKey("public_key");
+    out.hardware = r.string("hardware", 0, 2000);
+    if (r.failed())
+        return r.error();
+    return out;
+}
+
+std::string RegisterResponse::toJson() const {
+    return json{{"client_id", clientId},
+                {"token", token},
+                {"coordinator_public_key", b64(coordinatorPublicKey)}}
+        .dump();
+}
+
+Expected<RegisterResponse> RegisterResponse::fromJson(std::string_view text) {
+    auto j = parseObject(text, "register response");
+    if (!j)
+        return j.error();
+    Reader r(*j, "register response");
+    RegisterResponse out;
+    out.clientId = r.integer("client_id", 1, kMaxI64);
+    out.token = r.string("token", 16, 200);
+    out.coordinatorPublicKey = r.publicKey("coordinator_public_key");
+    if (r.failed())
+        return r.error();
+    return out;
+}
+
+// ---- work request
+
+std::string WorkRequest::toJson() const {
+    return json{{"device", device},
+                {"memory_bytes", memoryBytes},
+                {"tokens_per_second", tokensPerSecond},
+                {"free_disk_bytes", freeDiskBytes}}
+        .dump();
+}
+
+Expected<WorkRequest> WorkRequest::fromJson(std::string_view text) {
+    auto j = parseObject(text, "work request");
+    if (!j)
+        return j.error();
+    Reader r(*j, "work request");
+    WorkRequest out;
+    out.device = r.string("device", 1, 200);
+    out.memoryBytes = r.integer("memory_bytes", 0, kMaxI64);
+    out.tokensPerSecond = r.number("tokens_per_second", 0, 1e12);
+    out.freeDiskBytes = r.integer("free_disk_bytes", 0, kMaxI64);
+    if (r.failed())
+        return r.error();
+    return out;
+}
+
+// ---- manifest
+
+std::string Manifest::signingText() const {
+    return manifestBody(*this).dump();
+}
+
+void Manifest::sign(const SigningKey& key) {
+    std::string text = signingText();
+    signature = key.sign(bytesOf(text));
+}
+
+bool Manifest::verify(const PublicKey& coordinatorKey) const {
+    std::string text = signingText();
+    return verifySignature(coordinatorKey, bytesOf(text), signature);
+}
+
+std::string Manifest::toJson() const {
+    json j = manifestBody(*this);
+    j["signature"] = b64(signature);
+    return j.dump();
+}
+
+Expected<Manifest> Manifest::fromJson(std::string_view text) {
+    auto j = parseObject(text, "manifest");
+    if (!j)
+        return j.error();
+    Reader r(*j, "manifest");
+    Manifest m;
+    int64_t protocol = r.integer("protocol", 1, 1000);
+    if (!r.failed() && protocol != kProtocolVersion)
+        r.fail("protocol version " + std::to_string(protocol) + " is not supported, expected " +
+               std::to_string(kProtocolVersion));
+    m.workUnitId = r.integer("work_unit_id", 1, kMaxI64);
+    m.runId = r.integer("run_id", 1, kMaxI64);
+    m.baseVersion = r.integer("base_version", 0, kMaxI64);
+    m.model = modelFromJson(r, "model");
+    if (const json* w = r.object("weights")) {
+        Reader wr(*w, "manifest 'weights'");
+        m.weightsUrl = wr.string("url", 1, 2000);
+        m.weightsSha256 = wr.digest("sha256");
+        m.weightsBytes = wr.integer("bytes", 1, kMaxI64);
+        if (wr.failed())
+            r.fail(wr.error().message);
+    }
+    if (const json* d = r.object("data")) {
+        Reader dr(*d, "manifest 'data'");
+        m.dataUrl = dr.string("url", 1, 2000);
+        m.dataShard = dr.integer("shard", 0, kMaxI64);
+        m.dataOffset = dr.integer("offset", 0, kMaxI64);
+        m.dataLength = dr.integer("length", 1, kMaxI64);
+        m.dataSha256 = dr.digest("sha256");
+        if (dr.failed())
+            r.fail(dr.error().message);
+    }
+    m.innerSteps = static_cast<int>(r.integer("inner_steps", 1, 1000000));
+    m.batch = static_cast<int>(r.integer("batch", 1, 65536));
+    m.seqLen = static_cast<int>(r.integer("seq_len", 1, 1 << 20));
+    if (const json* l = r.object("lr")) {
+        Reader lr(*l, "manifest 'lr'");
+        m.lr.peakLr = static_cast<float>(lr.number("peak", 0, 10));
+        m.lr.minLr = static_cast<float>(lr.number("min", 0, 10));
+        m.lr.warmupSteps = lr.integer("warmup_steps", 0, kMaxI64);
+        m.lr.totalSteps = lr.integer("total_steps", 1, kMaxI64);
+        if (lr.failed())
+            r.fail(lr.error().message);
+    }
+    m.seed = static_cast<uint64_t>(r.integer("seed", 0, kMaxSeed));
+    m.deadlineUnix = r.integer("deadline_unix", 0, kMaxI64);
+    m.heartbeatSeconds = static_cast<int>(r.integer("heartbeat_seconds", 1, 86400));
+    m.uploadUrl = r.string("upload_url", 1, 2000);
+    m.maxUploadBytes = r.integer("max_upload_bytes", 1, kMaxI64);
+    m.signature = r.signature("signature");
+    if (r.failed())
+        return r.error();
+    if (m.seqLen > m.model.maxSeqLen)
+        return makeError("manifest: seq_len " + std::to_string(m.seqLen) +
+                         " exceeds the model's max_seq_len " + std::to_string(m.model.maxSeqLen));
+    return m;
+}
+
+// ---- progress
+
+std::string ProgressReport::toJson() const {
+    return json{{"step", step}, {"loss", loss}, {"tokens_per_second", tokensPerSecond}}.dump();
+}
+
+Expected<ProgressReport> ProgressReport::fromJson(std::string_view text) {
+    auto j = parseObject(text, "progress report");
+    if (!j)
+        return j.error();
+    Reader r(*j, "progress report");
+    ProgressReport p;
+    p.step = r.integer("step", 0, kMaxI64);
+    p.loss = static_cast<float>(r.number("loss", 0, 1e6));
+    p.tokensPerSecond = r.number("tokens_per_second", 0, 1e12);
+    if (r.failed())
+        return r.error();
+    return p;
+}
+
+std::string ProgressReply::toJson() const {
+    json j{{"action", action}};
+    if (!reason.empty())
+        j["reason"] = reason;
+    return j.dump();
+}
+
+Expected<ProgressReply> ProgressReply::fromJson(std::string_view text) {
+    auto j = parseObject(text, "progress reply");
+    if (!j)
+        return j.error();
+    Reader r(*j, "progress reply");
+    ProgressReply p;
+    p.action = r.string("action", 1, 20);
+    if (!r.failed() && p.action != "continue" && p.action != "abandon")
+        r.fail("field 'action' must be \"continue\" or \"abandon\", found \"" + p.action + "\"");
+    if (j->contains("reason"))
+        p.reason = r.string("reason", 0, 1000);
+    if (r.failed())
+        return r.error();
+    return p;
+}
+
+// ---- receipt
+
+std::string Receipt::signingText() const {
+    return receiptBody(*this).dump();
+}
+
+void Receipt::sign(const SigningKey& key) {
+    std::string text = signingText();
+    signature = key.sign(bytesOf(text));
+}
+
+bool Receipt::verify(const PublicKey& coordinatorKey) const {
+    std::string text = signingText();
+    return verifySignature(coordinatorKey, bytesOf(text), signature);
+}
+
+std::string Receipt::toJson() const {
+    json j = receiptBody(*this);
+    j["signature"] = b64(signature);
+    return j.dump();
+}
+
+Expected<Receipt> Receipt::fromJson(std::string_view text) {
+    auto j = parseObject(text, "receipt");
+    if (!j)
+        return j.error();
+    Reader r(*j, "receipt");
+    Receipt out;
+    out.workUnitId = r.integer("work_unit_id", 1, kMaxI64);
+    out.clientId = r.integer("client_id", 1, kMaxI64);
+    out.round = r.integer("round", 0, kMaxI64);
+    out.weight = r.number("weight", 0, 1e18);
+    out.timeUnix = r.integer("time_unix", 0, kMaxI64);
+    out.resultDigest = r.digest("result_sha256");
+    out.signature = r.signature("signature");
+    if (r.failed())
+        return r.error();
+    return out;
+}
+
+// ---- status
+
+std::string RunStatus::toJson() const {
+    json history_ = json::array();
+    for (const auto& h : history) {
+        history_.push_back({{"round", h.round},
+                            {"val_loss", h.valLoss ? json(*h.valLoss) : json(nullptr)},
+                            {"contributors", h.contributors},
+                            {"tokens", h.tokens}});
+    }
+    return json{{"run_id", runId},
+                {"round", round},
+                {"model", modelToJson(model)},
+                {"active_workers", activeWorkers},
+                {"total_tokens", totalTokens},
+                {"history", history_}}
+        .dump();
+}
+
+Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
+    auto j = parseObject(text, "status");
+    if (!j)
+        return j.error();
+    Reader r(*j, "status");
+    RunStatus s;
+    s.runId = r.integer("run_id", 1, kMaxI64);
+    s.round = r.integer("round", 0, kMaxI64);
+    s.model = modelFromJson(r, "model");
+    s.activeWorkers = static_cast<int>(r.integer("active_workers", 0, 1 << 30));
+    s.totalTokens = r.integer("total_tokens", 0, kMaxI64);
+    if (const json* h = r.array("history")) {
+        for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
+            const json& e = (*h)[i];
+            if (!e.is_object()) {
+                r.fail("history entry " + std::to_string(i) + " is not an object");
+                break;
+            }
+            Reader er(e, "status history entry " + std::to_string(i));
+            RoundSummary rs;
+            rs.round = er.integer("round", 0, kMaxI64);
+            rs.valLoss = er.optionalNumber("val_loss");
+            rs.contributors = static_cast<int>(er.integer("contributors", 0, 1 << 30));
+            rs.tokens = er.integer("tokens", 0, kMaxI64);
+            if (er.failed())
+                r.fail(er.error().message);
+            s.history.push_back(rs);
+        }
+    }
+    if (r.failed())
+        return r.error();
+    return s;
+}
+
+}  // namespace tandem::net

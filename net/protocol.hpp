@@ -1,0 +1,141 @@
+// Protocol v1 (docs/protocol.md): the JSON bodies of every request and response, with parsing
+// that validates types and ranges and says which field is wrong and why.
+#pragma once
+
+#include "crypto.hpp"
+#include "expected.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tandem::net {
+
+inline constexpr int kProtocolVersion = 1;
+
+// {"error": {"code": "...", "message": "..."}}
+struct ApiError {
+    std::string code;
+    std::string message;
+    std::string toJson() const;
+    static Expected<ApiError> fromJson(std::string_view text);
+};
+
+// POST /v1/clients
+struct RegisterRequest {
+    std::string name;       // 1..100 characters
+    PublicKey publicKey{};  // Ed25519, base64 in JSON
+    std::string hardware;   // free-form summary, at most 2000 characters
+    std::string toJson() const;
+    static Expected<RegisterRequest> fromJson(std::string_view text);
+};
+
+struct RegisterResponse {
+    int64_t clientId = 0;
+    std::string token;                 // bearer token for every later request
+    PublicKey coordinatorPublicKey{};  // verifies manifests and receipts
+    std::string toJson() const;
+    static Expected<RegisterResponse> fromJson(std::string_view text);
+};
+
+// POST /v1/work
+struct WorkRequest {
+    std::string device;  // "cuda:0 NVIDIA GeForce RTX 3060", "cpu"
+    int64_t memoryBytes = 0;
+    double tokensPerSecond = 0;  // measured; 0 when not known yet
+    int64_t freeDiskBytes = 0;
+    std::string toJson() const;
+    static Expected<WorkRequest> fromJson(std::string_view text);
+};
+
+// The answer to POST /v1/work: one work unit, signed by the coordinator.
+struct Manifest {
+    int64_t workUnitId = 0;
+    int64_t runId = 0;
+    int64_t baseVersion = 0;  // the global weights version training starts from
+    ModelConfig model;
+    std::string weightsUrl;
+    Sha256Digest weightsSha256{};
+    int64_t weightsBytes = 0;
+    std::string dataUrl;
+    int64_t dataShard = 0;
+    int64_t dataOffset = 0;  // byte range [dataOffset, dataOffset + dataLength) of the shard
+    int64_t dataLength = 0;
+    Sha256Digest dataSha256{};  // of that range
+    int innerSteps = 0;         // H
+    int batch = 0;              // B
+    int seqLen = 0;             // T
+    LrSchedule lr;
+    uint64_t seed = 0;  // < 2^53 so that JSON readers keep it exact
+    int64_t deadlineUnix = 0;
+    int heartbeatSeconds = 0;  // send progress at least this often
+    std::string uploadUrl;
+    int64_t maxUploadBytes = 0;
+    Signature signature{};  // Ed25519 over signingText()
+
+    // Canonical JSON of every field but the signature (keys sorted, no spaces).
+    std::string signingText() const;
+    void sign(const SigningKey& key);
+    bool verify(const PublicKey& coordinatorKey) const;
+    std::string toJson() const;
+    static Expected<Manifest> fromJson(std::string_view text);
+};
+
+// POST /v1/work/{id}/progress
+struct ProgressReport {
+    int64_t step = 0;
+    float loss = 0;
+    double tokensPerSecond = 0;
+    std::string toJson() const;
+    static Expected<ProgressReport> fromJson(std::string_view text);
+};
+
+struct ProgressReply {
+    std::string action = "continue";  // "continue" or "abandon"
+    std::string reason;               // why, when abandoning
+    std::string toJson() const;
+    static Expected<ProgressReply> fromJson(std::string_view text);
+};
+
+// The answer to an accepted PUT /v1/results/{id}.
+struct Receipt {
+    int64_t workUnitId = 0;
+    int64_t clientId = 0;
+    int64_t round = 0;  // the round the result was applied to
+    double weight = 0;  // its weight in that round's average (tokens, reduced when stale)
+    int64_t timeUnix = 0;
+    Sha256Digest resultDigest{};  // SHA-256 of the result header
+    Signature signature{};        // by the coordinator, over signingText()
+
+    std::string signingText() const;
+    void sign(const SigningKey& key);
+    bool verify(const PublicKey& coordinatorKey) const;
+    std::string toJson() const;
+    static Expected<Receipt> fromJson(std::string_view text);
+};
+
+struct RoundSummary {
+    int64_t round = 0;
+    std::optional<double> valLoss;  // null until evaluated
+    int contributors = 0;
+    int64_t tokens = 0;
+    bool operator==(const RoundSummary&) const = default;
+};
+
+// GET /v1/status
+struct RunStatus {
+    int64_t runId = 0;
+    int64_t round = 0;  // the open round; the current weights version
+    ModelConfig model;
+    int activeWorkers = 0;
+    int64_t totalTokens = 0;
+    std::vector<RoundSummary> history;  // one entry per closed round, oldest first
+    std::string toJson() const;
+    static Expected<RunStatus> fromJson(std::string_view text);
+};
+
+}  // namespace tandem::net

@@ -1,0 +1,257 @@
+// Protocol v1 JSON round trips and validation, signatures on manifests and receipts, and the
+// binary result header with its precise errors.
+#include "protocol.hpp"
+#include "result_format.hpp"
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+
+using namespace tandem;
+using namespace tandem::net;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+Manifest sampleManifest() {
+    Manifest m;
+    m.workUnitId = 42;
+    m.runId = 1;
+    m.baseVersion = 3;
+    m.model = *ModelConfig::parse("tiny");
+    m.weightsUrl = "/v1/runs/1/weights/3";
+    m.weightsSha256 = sha256(std::string_view("w"));
+    m.weightsBytes = 123456;
+    m.dataUrl = "/v1/runs/1/data/0";
+    m.dataShard = 0;
+    m.dataOffset = 1000;
+    m.dataLength = 5000;
+    m.dataSha256 = sha256(std::string_view("d"));
+    m.innerSteps = 50;
+    m.batch = 8;
+    m.seqLen = m.model.maxSeqLen;
+    m.lr = LrSchedule{6e-4f, 6e-5f, 5, 50};
+    m.seed = (uint64_t{1} << 53) - 1;
+    m.deadlineUnix = 1800000000;
+    m.heartbeatSeconds = 30;
+    m.uploadUrl = "/v1/results/42";
+    m.maxUploadBytes = 999999;
+    return m;
+}
+
+}  // namespace
+
+class TestNetProtocol : public QObject {
+    Q_OBJECT
+  private slots:
+    void errorBody() {
+        ApiError e{"stale", "too old"};
+        QCOMPARE(e.toJson(), std::string(R"({"error":{"code":"stale","message":"too old"}})"));
+        auto back = ApiError::fromJson(e.toJson());
+        QVERIFY(back.ok());
+        QCOMPARE(back->code, e.code);
+        QVERIFY(!ApiError::fromJson(R"({"error":"x"})"));
+    }
+    void registerRoundTripAndValidation() {
+        auto key = SigningKey::generate();
+        RegisterRequest r{"alice's pc", key->publicKey(), "RTX 3060 12 GB"};
+        auto back = RegisterRequest::fromJson(r.toJson());
+        QVERIFY(back.ok());
+        QCOMPARE(back->name, r.name);
+        QCOMPARE(back->publicKey, r.publicKey);
+        QCOMPARE(back->hardware, r.hardware);
+
+        auto notJson = RegisterRequest::fromJson("{\"name\": ");
+        QVERIFY(!notJson);
+        QVERIFY(contains(notJson.error().message, "not valid JSON"));
+        auto array = RegisterRequest::fromJson("[1,2]");
+        QVERIFY(contains(array.error().message, "expected a JSON object, found array"));
+        auto missing = RegisterRequest::fromJson(R"({"name":"a","hardware":""})");
+        QVERIFY(contains(missing.error().message, "'public_key' is missing"));
+        auto wrongType = RegisterRequest::fromJson(R"({"name":5,"public_key":"","hardware":""})");
+        QVERIFY(contains(wrongType.error().message, "'name' must be a string, found number"));
+        auto emptyName = RegisterRequest::fromJson(
+            R"({"name":"","public_key":")" + toBase64(key->publicKey()) + R"(","hardware":""})");
+        QVERIFY(contains(emptyName.error().message, "'name' must be 1 to 100 characters"));
+        auto shortKey =
+            RegisterRequest::fromJson(R"({"name":"a","public_key":"AAAA","hardware":""})");
+        QVERIFY(contains(shortKey.error().message, "32 bytes, found 3"));
+
+        RegisterResponse resp{7, std::string(43, 'x'), key->publicKey()};
+        auto rb = RegisterResponse::fromJson(resp.toJson());
+        QVERIFY(rb.ok());
+        QCOMPARE(rb->clientId, 7);
+        QCOMPARE(rb->coordinatorPublicKey, key->publicKey());
+    }
+    void workRequestValidation() {
+        WorkRequest w{"cpu", 8'000'000'000, 1234.5, 50'000'000'000};
+        auto back = WorkRequest::fromJson(w.toJson());
+        QVERIFY(back.ok());
+        QCOMPARE(back->tokensPerSecond, 1234.5);
+        QCOMPARE(back->memoryBytes, w.memoryBytes);
+        auto neg = WorkRequest::fromJson(
+            R"({"device":"cpu","memory_bytes":-1,"tokens_per_second":1,"free_disk_bytes":0})");
+        QVERIFY(contains(neg.error().message, "'memory_bytes' must be in [0,"));
+        auto fractional = WorkRequest::fromJson(
+            R"({"device":"cpu","memory_bytes":1.5,"tokens_per_second":1,"free_disk_bytes":0})");
+        QVERIFY(contains(fractional.error().message, "'memory_bytes' must be an integer"));
+        auto huge = WorkRequest::fromJson(
+            R"({"device":"cpu","memory_bytes":18446744073709551615,"tokens_per_second":1,"free_disk_bytes":0})");
+        QVERIFY(!huge);
+    }
+    void manifestSignedRoundTrip() {
+        auto key = SigningKey::generate();
+        Manifest m = sampleManifest();
+        m.sign(*key);
+        QVERIFY(m.verify(key->publicKey()));
+        auto back = Manifest::fromJson(m.toJson());
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QVERIFY(back->verify(key->publicKey()));
+        QCOMPARE(back->seed, m.seed);
+        QCOMPARE(back->lr.peakLr, m.lr.peakLr);
+        QCOMPARE(back->dataSha256, m.dataSha256);
+        QCOMPARE(back->model, m.model);
+        QCOMPARE(back->signingText(), m.signingText());
+        // Any change breaks the signature.
+        Manifest tampered = *back;
+        tampered.dataOffset += 1;
+        QVERIFY(!tampered.verify(key->publicKey()));
+        auto other = SigningKey::generate();
+        QVERIFY(!back->verify(other->publicKey()));
+    }
+    void manifestValidation() {
+        auto key = SigningKey::generate();
+        Manifest m = sampleManifest();
+        m.sign(*key);
+        std::string text = m.toJson();
+        auto replace = [&](const std::string& from, const std::string& to) {
+            std::string t = text;
+            size_t at = t.find(from);
+            Q_ASSERT(at != std::string::npos);
+            return t.replace(at, from.size(), to);
+        };
+        auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
+        QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":1", "\"protocol\":2"));
+        QVERIFY(contains(badProtocol.error().message, "protocol version 2 is not supported"));
+        auto badModel = Manifest::fromJson(replace("\"heads\":", "\"heads\":0,\"x\":"));
+        QVERIFY(!badModel);
+        auto badSeqLen = Manifest::fromJson(replace("\"seq_len\":", "\"seq_len\":9999,\"y\":"));
+        QVERIFY(!badSeqLen);
+        auto noSig = Manifest::fromJson(replace("\"signature\"", "\"signatur\""));
+        QVERIFY(contains(noSig.error().message, "'signature' is missing"));
+    }
+    void progressAndReply() {
+        ProgressReport p{12, 3.25f, 999.0};
+        auto back = ProgressReport::fromJson(p.toJson());
+        QVERIFY(back.ok());
+        QCOMPARE(back->step, 12);
+        QCOMPARE(back->loss, 3.25f);
+        auto nanLoss = ProgressReport::fromJson(R"({"step":1,"loss":null,"tokens_per_second":1})");
+        QVERIFY(contains(nanLoss.error().message, "'loss' must be a number, found null"));
+        ProgressReply r{"abandon", "round closed"};
+        auto rb = ProgressReply::fromJson(r.toJson());
+        QCOMPARE(rb->action, std::string("abandon"));
+        QCOMPARE(rb->reason, r.reason);
+        QVERIFY(!ProgressReply::fromJson(R"({"action":"explode"})"));
+    }
+    void receiptSigned() {
+        auto key = SigningKey::generate();
+        Receipt r{42, 7, 3, 1024.0, 1800000000, sha256(std::string_view("h")), {}};
+        r.sign(*key);
+        auto back = Receipt::fromJson(r.toJson());
+        QVERIFY(back.ok());
+        QVERIFY(back->verify(key->publicKey()));
+        back->weight = 1025;
+        QVERIFY(!back->verify(key->publicKey()));
+    }
+    void statusRoundTrip() {
+        RunStatus s;
+        s.runId = 1;
+        s.round = 2;
+        s.model = *ModelConfig::parse("tiny");
+        s.activeWorkers = 3;
+        s.totalTokens = 1 << 20;
+        s.history = {{0, 5.5, 2, 1000}, {1, std::nullopt, 1, 500}};
+        auto back = RunStatus::fromJson(s.toJson());
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QCOMPARE(back->history.size(), size_t(2));
+        QVERIFY(back->history[0] == s.history[0]);
+        QVERIFY(!back->history[1].valLoss.has_value());
+        QVERIFY(contains(s.toJson(), "\"val_loss\":null"));
+    }
+    void resultHeaderRoundTrip() {
+        std::vector<uint16_t> payload{0x3c00, 0xbc00, 0x0001, 0x7bff, 0};
+        ResultHeader h;
+        h.workUnitId = 42;
+        h.tokens = 4096;
+        h.steps = 8;
+        h.lossFirst = 5.5f;
+        h.lossLast = 2.25f;
+        h.lossMean = 3.0f;
+        h.saturated = 1;
+        auto bytes = buildResult(h, payload);
+        QCOMPARE(bytes.size(), kResultHeaderBytes + payload.size() * 2);
+        auto parsed = parseResultHeader(bytes);
+        QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.error().message.c_str());
+        QCOMPARE(parsed->parameterCount, int64_t(payload.size()));
+        QCOMPARE(parsed->payloadSha256,
+                 sha256(std::span<const uint8_t>(bytes).subspan(kResultHeaderBytes)));
+        QCOMPARE(parsed->totalBytes(), int64_t(bytes.size()));
+        QCOMPARE(resultDigest(*parsed),
+                 sha256(std::span<const uint8_t>(bytes).first(kResultHeaderBytes)));
+        // Hand-checked offsets: magic, version 1, encoding 1, id 42 at byte 16.
+        QCOMPARE(std::memcmp(bytes.data(), "TNDMRSLT", 8), 0);
+        QCOMPARE(int(bytes[8]), 1);
+        QCOMPARE(int(bytes[12]), 1);
+        QCOMPARE(int(bytes[16]), 42);
+        QCOMPARE(int(bytes[24]), 5);
+    }
+    void resultHeaderErrors() {
+        ResultHeader h;
+        h.workUnitId = 1;
+        h.parameterCount = 10;
+        h.tokens = 1;
+        h.steps = 1;
+        auto good = serializeResultHeader(h);
+        auto expectError = [&](std::array<uint8_t, kResultHeaderBytes> bytes, const char* part) {
+            auto r = parseResultHeader(bytes);
+            QVERIFY(!r);
+            QVERIFY2(contains(r.error().message, part), r.error().message.c_str());
+        };
+        QVERIFY(parseResultHeader(good).ok());
+        auto truncated = parseResultHeader(std::span<const uint8_t>(good).first(100));
+        QVERIFY(contains(truncated.error().message, "truncated: 100 bytes, expected 128"));
+        auto b = good;
+        b[0] = 'X';
+        expectError(b, "magic");
+        b = good;
+        b[8] = 2;
+        expectError(b, "format version 2 is not supported, expected 1");
+        b = good;
+        b[12] = 3;
+        expectError(b, "encoding 3 is not supported");
+        b = good;
+        b[100] = 1;
+        expectError(b, "reserved byte 100");
+        ResultHeader bad = h;
+        bad.parameterCount = 0;
+        expectError(serializeResultHeader(bad), "parameter count 0");
+        bad = h;
+        bad.lossLast = std::nanf("");
+        expectError(serializeResultHeader(bad), "not finite");
+        bad = h;
+        bad.workUnitId = -3;
+        expectError(serializeResultHeader(bad), "work unit id -3");
+        bad = h;
+        bad.saturated = 11;
+        expectError(serializeResultHeader(bad), "saturated count 11");
+    }
+};
+
+QTEST_APPLESS_MAIN(TestNetProtocol)
+#include "test_net_protocol.moc"
