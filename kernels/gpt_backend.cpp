@@ -147,6 +147,7 @@ Status GptBackend::loadParameters(std::span<const float> parameters) {
     if (auto s = requireAllocated("loadParameters"); !s) return s;
     if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s) return s;
     m_ops->copyIn(m_params, parameters.data(), parameters.size());
+    m_haveForward = false;  // the activations belong to the old weights
     return {};
 }
 
@@ -337,6 +338,8 @@ Expected<EncodeStats> GptBackend::encodePseudoGradient(std::span<const float> st
     m_ops->copyIn(m_grads, start.data(), P);
     m_haveForward = false;
     const EncodeStats stats = m_ops->encodeDeltaFp16(out.data(), m_grads, m_params, P);
+    // Leave no start weights behind for storeGradients or adamwStep to take for gradients.
+    m_ops->fillZero(m_grads, P);
     if (stats.nonFinite > 0) {
         return makeError("the pseudo-gradient has " + std::to_string(stats.nonFinite) +
                          " values that are NaN or Inf; the result must not be sent");

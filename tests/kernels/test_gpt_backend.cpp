@@ -644,7 +644,15 @@ class TestGptBackend : public QObject {
         const std::vector<int32_t> in{1, 2};
         VERIFY_OK(f.backend->forward(in, in, 1, 2));
         std::vector<uint16_t> out(f.P);
+        VERIFY_OK(f.backend->backward());
         VERIFY_OK(f.backend->encodePseudoGradient(f.params, out));
+        VERIFY_ERROR(f.backend->backward(), "no forward pass");
+        // ... and leaves no start weights behind where the gradients were.
+        for (float g : f.gradients())
+            QCOMPARE(g, 0.0f);
+        // New weights make the last forward's activations stale.
+        VERIFY_OK(f.backend->forward(in, in, 1, 2));
+        VERIFY_OK(f.backend->loadParameters(f.params));
         VERIFY_ERROR(f.backend->backward(), "no forward pass");
     }
 };
