@@ -1,0 +1,1107 @@
+#include "ledger.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <utility>
+
+namespace tandem::core {
+
+namespace {
+
+// Version 1: the first schema. Later versions append a Migration; never edit a shipped one.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE work_units (
+    id TEXT PRIMARY KEY,
+    run TEXT NOT NULL,
+    base_version INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    device TEXT NOT NULL,
+    inner_steps INTEGER NOT NULL,
+    batch_size INTEGER NOT NULL,
+    seq_len INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    steps INTEGER NOT NULL,
+    compute_seconds REAL NOT NULL,
+    loss_first REAL,
+    loss_last REAL,
+    state TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    trained_at_ms INTEGER
+) STRICT;
+CREATE INDEX work_units_created ON work_units(created_at_ms);
+CREATE INDEX work_units_trained ON work_units(trained_at_ms);
+CREATE INDEX work_units_state ON work_units(state);
+
+CREATE TABLE work_unit_transitions (
+    id INTEGER PRIMARY KEY,
+    work_unit_id TEXT NOT NULL REFERENCES work_units(id) ON DELETE CASCADE,
+    state TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    detail TEXT NOT NULL
+) STRICT;
+CREATE INDEX work_unit_transitions_unit ON work_unit_transitions(work_unit_id, id);
+
+CREATE TABLE receipts (
+    work_unit_id TEXT PRIMARY KEY REFERENCES work_units(id) ON DELETE CASCADE,
+    round_applied INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    credit REAL NOT NULL,
+    received_at_ms INTEGER NOT NULL,
+    signature BLOB NOT NULL,
+    body BLOB NOT NULL
+) STRICT;
+CREATE INDEX receipts_received ON receipts(received_at_ms);
+
+CREATE TABLE device_samples (
+    id INTEGER PRIMARY KEY,
+    at_ms INTEGER NOT NULL,
+    device TEXT NOT NULL,
+    tokens_per_second REAL NOT NULL,
+    utilisation REAL,
+    temperature_c REAL,
+    memory_used_bytes INTEGER,
+    memory_total_bytes INTEGER
+) STRICT;
+CREATE INDEX device_samples_at ON device_samples(at_ms);
+
+CREATE TABLE transfers (
+    id INTEGER PRIMARY KEY,
+    at_ms INTEGER NOT NULL,
+    direction TEXT NOT NULL CHECK (direction IN ('up', 'down')),
+    purpose TEXT NOT NULL,
+    bytes INTEGER NOT NULL CHECK (bytes >= 0),
+    duration_ms INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    work_unit_id TEXT NOT NULL,
+    detail TEXT NOT NULL
+) STRICT;
+CREATE INDEX transfers_at ON transfers(at_ms);
+
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    at_ms INTEGER NOT NULL,
+    level INTEGER NOT NULL,
+    message TEXT NOT NULL
+) STRICT;
+CREATE INDEX events_at ON events(at_ms);
+)sql";
+
+constexpr std::array<Migration, 1> kMigrations{{{1, kSchemaV1}}};
+
+constexpr std::array<const char*, 10> kStateNames{
+    "assigned", "downloading", "training", "trained", "uploading",
+    "uploaded", "accepted",    "rejected", "failed",  "abandoned"};
+
+// States in which training is complete: the unit counts on the day it first reaches one.
+bool isTrainedState(WorkUnitState s) {
+    return s == WorkUnitState::Trained || s == WorkUnitState::Uploading ||
+           s == WorkUnitState::Uploaded || s == WorkUnitState::Accepted;
+}
+
+constexpr int64_t kMaxDays = 3700;
+
+}  // namespace
+
+const char* toString(WorkUnitState state) {
+    return kStateNames[static_cast<size_t>(state)];
+}
+
+std::optional<WorkUnitState> workUnitStateFromString(const std::string& text) {
+    for (size_t i = 0; i < kStateNames.size(); ++i) {
+        if (text == kStateNames[i])
+            return static_cast<WorkUnitState>(i);
+    }
+    return std::nullopt;
+}
+
+const char* toString(Direction direction) {
+    return direction == Direction::Up ? "up" : "down";
+}
+
+const char* toString(EventLevel level) {
+    switch (level) {
+        case EventLevel::Debug:
+            return "debug";
+        case EventLevel::Info:
+            return "info";
+        case EventLevel::Warning:
+            return "warning";
+        case EventLevel::Error:
+            return "error";
+    }
+    return "info";
+}
+
+// A use of a cached prepared statement: binds, steps, reads columns, and resets the statement
+// when it goes out of scope. Errors carry the operation and the sqlite message.
+class Ledger::Query {
+  public:
+    Query(const Ledger* ledger, sqlite3_stmt* stmt, const char* operation)
+        : m_ledger(ledger), m_stmt(stmt), m_operation(operation) {}
+    Query(Query&& other) noexcept
+        : m_ledger(other.m_ledger),
+          m_stmt(std::exchange(other.m_stmt, nullptr)),
+          m_operation(other.m_operation),
+          m_bindRc(other.m_bindRc) {}
+    Query& operator=(Query&&) = delete;
+    ~Query() {
+        if (m_stmt != nullptr) {
+            sqlite3_reset(m_stmt);
+            sqlite3_clear_bindings(m_stmt);
+        }
+    }
+
+    Query& bind(int index, int64_t value) {
+        return check(sqlite3_bind_int64(m_stmt, index, value));
+    }
+    Query& bind(int index, int value) { return bind(index, int64_t{value}); }
+    Query& bind(int index, bool value) { return bind(index, int64_t{value ? 1 : 0}); }
+    Query& bind(int index, double value) {
+        return check(sqlite3_bind_double(m_stmt, index, value));
+    }
+    Query& bind(int index, const std::string& value) {
+        return check(sqlite3_bind_text(m_stmt, index, value.data(), static_cast<int>(value.size()),
+                                       SQLITE_TRANSIENT));
+    }
+    Query& bind(int index, const char* value) { return bind(index, std::string(value)); }
+    Query& bind(int index, const std::vector<uint8_t>& value) {
+        // A zero-length blob must still be a blob, not NULL.
+        return check(sqlite3_bind_blob(m_stmt, index,
+                                       value.empty() ? static_cast<const void*>("") : value.data(),
+                                       static_cast<int>(value.size()), SQLITE_TRANSIENT));
+    }
+    template <class T>
+    Query& bind(int index, const std::optional<T>& value) {
+        if (value)
+            return bind(index, *value);
+        return check(sqlite3_bind_null(m_stmt, index));
+    }
+
+    // True with a row, false when done.
+    Expected<bool> step() {
+        if (m_bindRc != SQLITE_OK)
+            return m_ledger->sqliteError(m_operation);
+        const int rc = sqlite3_step(m_stmt);
+        if (rc == SQLITE_ROW)
+            return true;
+        if (rc == SQLITE_DONE)
+            return false;
+        return m_ledger->sqliteError(m_operation);
+    }
+    Status run() {
+        auto r = step();
+        if (!r)
+            return r.error();
+        return {};
+    }
+
+    bool isNull(int col) const { return sqlite3_column_type(m_stmt, col) == SQLITE_NULL; }
+    int64_t i64(int col) const { return sqlite3_column_int64(m_stmt, col); }
+    double f64(int col) const { return sqlite3_column_double(m_stmt, col); }
+    std::string text(int col) const {
+        const auto* p = sqlite3_column_text(m_stmt, col);
+        const int n = sqlite3_column_bytes(m_stmt, col);
+        return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
+    }
+    std::vector<uint8_t> blob(int col) const {
+        const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(m_stmt, col));
+        const int n = sqlite3_column_bytes(m_stmt, col);
+        return p == nullptr ? std::vector<uint8_t>() : std::vector<uint8_t>(p, p + n);
+    }
+    std::optional<double> optF64(int col) const {
+        return isNull(col) ? std::nullopt : std::optional<double>(f64(col));
+    }
+    std::optional<int64_t> optI64(int col) const {
+        return isNull(col) ? std::nullopt : std::optional<int64_t>(i64(col));
+    }
+
+  private:
+    Query& check(int rc) {
+        if (m_bindRc == SQLITE_OK)
+            m_bindRc = rc;
+        return *this;
+    }
+
+    const Ledger* m_ledger;
+    sqlite3_stmt* m_stmt;
+    const char* m_operation;
+    int m_bindRc = SQLITE_OK;
+};
+
+// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
+class Ledger::Transaction {
+  public:
+    explicit Transaction(Ledger& ledger) : m_ledger(ledger) {}
+    Status begin(const char* operation) {
+        Status s = m_ledger.exec("BEGIN IMMEDIATE", operation);
+        m_open = s.ok();
+        return s;
+    }
+    Status commit(const char* operation) {
+        Status s = m_ledger.exec("COMMIT", operation);
+        if (s.ok())
+            m_open = false;
+        return s;
+    }
+    ~Transaction() {
+        if (m_open)
+            sqlite3_exec(m_ledger.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+
+  private:
+    Ledger& m_ledger;
+    bool m_open = false;
+};
+
+std::span<const Migration> Ledger::migrations() {
+    return kMigrations;
+}
+int Ledger::currentSchemaVersion() {
+    return kMigrations.back().version;
+}
+
+Ledger::Ledger(std::filesystem::path path, sqlite3* db) : m_path(std::move(path)), m_db(db) {}
+
+Ledger::~Ledger() {
+    for (auto& [sql, stmt] : m_statements)
+        sqlite3_finalize(stmt);
+    sqlite3_close_v2(m_db);
+}
+
+Error Ledger::sqliteError(const char* operation) const {
+    return makeError("ledger " + m_path.string() + ": " + operation + ": " + sqlite3_errmsg(m_db));
+}
+
+Status Ledger::exec(const char* sql, const char* operation) {
+    if (sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+        return sqliteError(operation);
+    }
+    return {};
+}
+
+Expected<Ledger::Query> Ledger::prepare(const char* sql, const char* operation) {
+    for (auto& [key, stmt] : m_statements) {
+        if (key == sql)
+            return Query(this, stmt, operation);
+    }
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v3(m_db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
+        return sqliteError(operation);
+    }
+    m_statements.emplace_back(sql, stmt);
+    return Query(this, stmt, operation);
+}
+
+Expected<std::unique_ptr<Ledger>> Ledger::open(const std::filesystem::path& file) {
+    return open(file, migrations());
+}
+
+Expected<std::unique_ptr<Ledger>> Ledger::open(const std::filesystem::path& file,
+                                               std::span<const Migration> steps) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+        if (steps[i].version != static_cast<int>(i) + 1) {
+            return makeError("ledger: migration list is not numbered 1, 2, 3, ...");
+        }
+    }
+    const int latest = steps.empty() ? 0 : steps.back().version;
+
+    sqlite3* db = nullptr;
+    const int rc =
+        sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        sqlite3_close_v2(db);
+        return makeError("ledger " + file.string() + ": cannot open: " + message);
+    }
+    std::unique_ptr<Ledger> ledger(new Ledger(file, db));
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, 5000);
+
+    // Read the version before changing anything, so a newer file is left exactly as it was.
+    auto readVersion = [&]() -> Expected<int> {
+        auto q = ledger->prepare("PRAGMA user_version", "reading the schema version");
+        if (!q)
+            return q.error();
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        return static_cast<int>(q->i64(0));
+    };
+    auto version = readVersion();
+    if (!version)
+        return version.error();
+    if (*version > latest) {
+        return makeError("ledger " + file.string() + " has schema version " +
+                         std::to_string(*version) + ", but this version of Tandem knows versions " +
+                         "up to " + std::to_string(latest) +
+                         "; it was written by a newer Tandem. Update Tandem, or use another data "
+                         "directory.");
+    }
+
+    if (Status s = ledger->exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s) {
+        return s.error();
+    }
+    {
+        auto q = ledger->prepare("PRAGMA journal_mode = WAL", "switching to WAL");
+        if (!q)
+            return q.error();
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (q->text(0) != "wal") {
+            return makeError("ledger " + file.string() +
+                             ": cannot switch to WAL (journal mode is " + q->text(0) + ")");
+        }
+    }
+    // FULL: a committed receipt survives a power cut, not only a crash of the process.
+    if (Status s = ledger->exec("PRAGMA synchronous = FULL", "setting synchronous"); !s) {
+        return s.error();
+    }
+
+    for (const Migration& m : steps) {
+        if (m.version <= *version)
+            continue;
+        const std::string what = "migrating from schema version " + std::to_string(m.version - 1) +
+                                 " to " + std::to_string(m.version);
+        Transaction t(*ledger);
+        if (Status s = t.begin(what.c_str()); !s)
+            return s.error();
+        // Another process may have migrated while this one waited for the lock.
+        auto now = readVersion();
+        if (!now)
+            return now.error();
+        if (*now >= m.version)
+            continue;
+        if (Status s = ledger->exec(m.sql, what.c_str()); !s)
+            return s.error();
+        const std::string set = "PRAGMA user_version = " + std::to_string(m.version);
+        if (Status s = ledger->exec(set.c_str(), what.c_str()); !s)
+            return s.error();
+        if (Status s = t.commit(what.c_str()); !s)
+            return s.error();
+    }
+    return ledger;
+}
+
+Expected<int> Ledger::schemaVersion() {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare("PRAGMA user_version", "reading the schema version");
+    if (!q)
+        return q.error();
+    auto row = q->step();
+    if (!row)
+        return row.error();
+    return static_cast<int>(q->i64(0));
+}
+
+Status Ledger::integrityCheck() {
+    std::lock_guard lock(m_mutex);
+    std::string problems;
+    {
+        auto q = prepare("PRAGMA integrity_check", "checking integrity");
+        if (!q)
+            return q.error();
+        for (;;) {
+            auto row = q->step();
+            if (!row)
+                return row.error();
+            if (!*row)
+                break;
+            const std::string line = q->text(0);
+            if (line != "ok")
+                problems += "\n  " + line;
+        }
+    }
+    {
+        auto q = prepare("PRAGMA foreign_key_check", "checking foreign keys");
+        if (!q)
+            return q.error();
+        for (;;) {
+            auto row = q->step();
+            if (!row)
+                return row.error();
+            if (!*row)
+                break;
+            problems += "\n  table " + q->text(0) + " row " + std::to_string(q->i64(1)) +
+                        " refers to a missing row of " + q->text(2);
+        }
+    }
+    if (!problems.empty()) {
+        return makeError("ledger " + m_path.string() + " failed its integrity check:" + problems);
+    }
+    return {};
+}
+
+// --- work units ---
+
+namespace {
+
+constexpr const char* kWorkUnitColumns =
+    "id, run, base_version, config, device, inner_steps, batch_size, seq_len, tokens, steps, "
+    "compute_seconds, loss_first, loss_last, state, created_at_ms, updated_at_ms, trained_at_ms";
+
+}  // namespace
+
+Expected<std::optional<WorkUnitState>> Ledger::stateLocked(const std::string& id) {
+    auto q = prepare("SELECT state FROM work_units WHERE id = ?1", "reading a work unit's state");
+    if (!q)
+        return q.error();
+    q->bind(1, id);
+    auto row = q->step();
+    if (!row)
+        return row.error();
+    if (!*row)
+        return std::optional<WorkUnitState>();
+    auto state = workUnitStateFromString(q->text(0));
+    if (!state) {
+        return makeError("ledger " + m_path.string() + ": work unit '" + id +
+                         "' has an unknown state '" + q->text(0) + "'");
+    }
+    return std::optional<WorkUnitState>(*state);
+}
+
+Status Ledger::transitionLocked(const std::string& id, WorkUnitState state, int64_t atMs,
+                                const std::string& detail) {
+    auto current = stateLocked(id);
+    if (!current)
+        return current.error();
+    if (!*current) {
+        return makeError("ledger " + m_path.string() + ": no work unit '" + id +
+                         "' to move to state " + toString(state));
+    }
+    if (**current == state)
+        return {};
+    {
+        auto q = prepare(
+            "UPDATE work_units SET state = ?2, updated_at_ms = max(updated_at_ms, ?3), "
+            "trained_at_ms = CASE WHEN trained_at_ms IS NULL AND ?4 THEN ?3 ELSE trained_at_ms END "
+            "WHERE id = ?1",
+            "recording a work unit's state");
+        if (!q)
+            return q.error();
+        q->bind(1, id).bind(2, toString(state)).bind(3, atMs).bind(4, isTrainedState(state));
+        if (Status s = q->run(); !s)
+            return s;
+    }
+    auto q = prepare(
+        "INSERT INTO work_unit_transitions(work_unit_id, state, at_ms, detail) "
+        "VALUES (?1, ?2, ?3, ?4)",
+        "recording a work unit's state transition");
+    if (!q)
+        return q.error();
+    q->bind(1, id).bind(2, toString(state)).bind(3, atMs).bind(4, detail);
+    return q->run();
+}
+
+Status Ledger::recordWorkUnit(const WorkUnitRecord& u) {
+    std::lock_guard lock(m_mutex);
+    const char* op = "recording a work unit";
+    Transaction t(*this);
+    if (Status s = t.begin(op); !s)
+        return s;
+    auto current = stateLocked(u.id);
+    if (!current)
+        return current.error();
+    if (!*current) {
+        auto q = prepare(
+            "INSERT INTO work_units(id, run, base_version, config, device, inner_steps, "
+            "batch_size, seq_len, tokens, steps, compute_seconds, loss_first, loss_last, state, "
+            "created_at_ms, updated_at_ms, trained_at_ms) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            op);
+        if (!q)
+            return q.error();
+        std::optional<int64_t> trainedAt = u.trainedAtMs;
+        if (!trainedAt && isTrainedState(u.state))
+            trainedAt = u.updatedAtMs;
+        q->bind(1, u.id).bind(2, u.run).bind(3, u.baseVersion).bind(4, u.config).bind(5, u.device);
+        q->bind(6, u.innerSteps).bind(7, u.batchSize).bind(8, u.seqLen).bind(9, u.tokens);
+        q->bind(10, u.steps).bind(11, u.computeSeconds).bind(12, u.lossFirst);
+        q->bind(13, u.lossLast).bind(14, toString(u.state)).bind(15, u.createdAtMs);
+        q->bind(16, u.updatedAtMs).bind(17, trainedAt);
+        if (Status s = q->run(); !s)
+            return s;
+        auto tq = prepare(
+            "INSERT INTO work_unit_transitions(work_unit_id, state, at_ms, detail) "
+            "VALUES (?1, ?2, ?3, '')",
+            op);
+        if (!tq)
+            return tq.error();
+        tq->bind(1, u.id).bind(2, toString(u.state)).bind(3, u.createdAtMs);
+        if (Status s = tq->run(); !s)
+            return s;
+    } else {
+        auto q = prepare(
+            "UPDATE work_units SET run = ?2, base_version = ?3, config = ?4, device = ?5, "
+            "inner_steps = ?6, batch_size = ?7, seq_len = ?8, tokens = ?9, steps = ?10, "
+            "compute_seconds = ?11, loss_first = ?12, loss_last = ?13, created_at_ms = ?14, "
+            "updated_at_ms = ?15, trained_at_ms = coalesce(?16, trained_at_ms) WHERE id = ?1",
+            op);
+        if (!q)
+            return q.error();
+        q->bind(1, u.id).bind(2, u.run).bind(3, u.baseVersion).bind(4, u.config).bind(5, u.device);
+        q->bind(6, u.innerSteps).bind(7, u.batchSize).bind(8, u.seqLen).bind(9, u.tokens);
+        q->bind(10, u.steps).bind(11, u.computeSeconds).bind(12, u.lossFirst);
+        q->bind(13, u.lossLast).bind(14, u.createdAtMs).bind(15, u.updatedAtMs);
+        q->bind(16, u.trainedAtMs);
+        if (Status s = q->run(); !s)
+            return s;
+        if (Status s = transitionLocked(u.id, u.state, u.updatedAtMs, {}); !s)
+            return s;
+    }
+    return t.commit(op);
+}
+
+Status Ledger::updateWorkUnitProgress(const std::string& id, int64_t tokens, int64_t steps,
+                                      double computeSeconds, std::optional<double> lossFirst,
+                                      std::optional<double> lossLast, int64_t atMs) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "UPDATE work_units SET tokens = ?2, steps = ?3, compute_seconds = ?4, "
+        "loss_first = coalesce(?5, loss_first), loss_last = coalesce(?6, loss_last), "
+        "updated_at_ms = max(updated_at_ms, ?7) WHERE id = ?1",
+        "recording a work unit's progress");
+    if (!q)
+        return q.error();
+    q->bind(1, id).bind(2, tokens).bind(3, steps).bind(4, computeSeconds).bind(5, lossFirst);
+    q->bind(6, lossLast).bind(7, atMs);
+    if (Status s = q->run(); !s)
+        return s;
+    if (sqlite3_changes(m_db) == 0) {
+        return makeError("ledger " + m_path.string() + ": no work unit '" + id +
+                         "' to record progress for");
+    }
+    return {};
+}
+
+Status Ledger::recordTransition(const std::string& id, WorkUnitState state, int64_t atMs,
+                                const std::string& detail) {
+    std::lock_guard lock(m_mutex);
+    const char* op = "recording a work unit's state";
+    Transaction t(*this);
+    if (Status s = t.begin(op); !s)
+        return s;
+    if (Status s = transitionLocked(id, state, atMs, detail); !s)
+        return s;
+    return t.commit(op);
+}
+
+Status Ledger::recordReceipt(const Receipt& r) {
+    std::lock_guard lock(m_mutex);
+    const char* op = "recording a receipt";
+    Transaction t(*this);
+    if (Status s = t.begin(op); !s)
+        return s;
+    {
+        auto q = prepare("SELECT signature, body FROM receipts WHERE work_unit_id = ?1", op);
+        if (!q)
+            return q.error();
+        q->bind(1, r.workUnitId);
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (*row) {
+            if (q->blob(0) == r.signature && q->blob(1) == r.body)
+                return {};  // rolls back
+            return makeError("ledger " + m_path.string() + ": work unit '" + r.workUnitId +
+                             "' already has a different receipt; the new one is not stored");
+        }
+    }
+    auto current = stateLocked(r.workUnitId);
+    if (!current)
+        return current.error();
+    if (!*current) {
+        return makeError("ledger " + m_path.string() + ": receipt for work unit '" + r.workUnitId +
+                         "', which the ledger does not know");
+    }
+    {
+        auto q = prepare(
+            "INSERT INTO receipts(work_unit_id, round_applied, weight, credit, received_at_ms, "
+            "signature, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            op);
+        if (!q)
+            return q.error();
+        q->bind(1, r.workUnitId).bind(2, r.roundApplied).bind(3, r.weight).bind(4, r.credit);
+        q->bind(5, r.receivedAtMs).bind(6, r.signature).bind(7, r.body);
+        if (Status s = q->run(); !s)
+            return s;
+    }
+    if (Status s = transitionLocked(r.workUnitId, WorkUnitState::Accepted, r.receivedAtMs, {});
+        !s) {
+        return s;
+    }
+    return t.commit(op);
+}
+
+Status Ledger::recordSample(const DeviceSample& d) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "INSERT INTO device_samples(at_ms, device, tokens_per_second, utilisation, "
+        "temperature_c, memory_used_bytes, memory_total_bytes) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "recording a device sample");
+    if (!q)
+        return q.error();
+    q->bind(1, d.atMs).bind(2, d.device).bind(3, d.tokensPerSecond).bind(4, d.utilisation);
+    q->bind(5, d.temperatureC).bind(6, d.memoryUsedBytes).bind(7, d.memoryTotalBytes);
+    return q->run();
+}
+
+Expected<int64_t> Ledger::recordTransfer(const Transfer& x) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "INSERT INTO transfers(at_ms, direction, purpose, bytes, duration_ms, ok, work_unit_id, "
+        "detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "recording a transfer");
+    if (!q)
+        return q.error();
+    q->bind(1, x.atMs).bind(2, toString(x.direction)).bind(3, x.purpose).bind(4, x.bytes);
+    q->bind(5, x.durationMs).bind(6, x.ok).bind(7, x.workUnitId).bind(8, x.detail);
+    if (Status s = q->run(); !s)
+        return s.error();
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(m_db));
+}
+
+Expected<int64_t> Ledger::recordEvent(int64_t atMs, EventLevel level, const std::string& message) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare("INSERT INTO events(at_ms, level, message) VALUES (?1, ?2, ?3)",
+                     "recording an event");
+    if (!q)
+        return q.error();
+    q->bind(1, atMs).bind(2, static_cast<int>(level)).bind(3, message);
+    if (Status s = q->run(); !s)
+        return s.error();
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(m_db));
+}
+
+// --- queries ---
+
+namespace {
+
+template <class Q>
+WorkUnitRecord readWorkUnit(const Q& q, int first = 0) {
+    WorkUnitRecord u;
+    u.id = q.text(first + 0);
+    u.run = q.text(first + 1);
+    u.baseVersion = q.i64(first + 2);
+    u.config = q.text(first + 3);
+    u.device = q.text(first + 4);
+    u.innerSteps = q.i64(first + 5);
+    u.batchSize = q.i64(first + 6);
+    u.seqLen = q.i64(first + 7);
+    u.tokens = q.i64(first + 8);
+    u.steps = q.i64(first + 9);
+    u.computeSeconds = q.f64(first + 10);
+    u.lossFirst = q.optF64(first + 11);
+    u.lossLast = q.optF64(first + 12);
+    u.state = workUnitStateFromString(q.text(first + 13)).value_or(WorkUnitState::Failed);
+    u.createdAtMs = q.i64(first + 14);
+    u.updatedAtMs = q.i64(first + 15);
+    u.trainedAtMs = q.optI64(first + 16);
+    return u;
+}
+
+template <class Q>
+Transfer readTransfer(const Q& q) {
+    Transfer x;
+    x.id = q.i64(0);
+    x.atMs = q.i64(1);
+    x.direction = q.text(2) == "up" ? Direction::Up : Direction::Down;
+    x.purpose = q.text(3);
+    x.bytes = q.i64(4);
+    x.durationMs = q.i64(5);
+    x.ok = q.i64(6) != 0;
+    x.workUnitId = q.text(7);
+    x.detail = q.text(8);
+    return x;
+}
+
+Status checkDayRange(LocalDate first, LocalDate last) {
+    const int64_t days = last.daysSinceEpoch() - first.daysSinceEpoch() + 1;
+    if (days < 1) {
+        return makeError("ledger: day range " + first.toString() + " .. " + last.toString() +
+                         " is empty (the last day is before the first)");
+    }
+    if (days > kMaxDays) {
+        return makeError("ledger: day range of " + std::to_string(days) +
+                         " days is longer than the limit of " + std::to_string(kMaxDays));
+    }
+    return {};
+}
+
+}  // namespace
+
+Expected<std::optional<WorkUnitRecord>> Ledger::workUnit(const std::string& id) {
+    std::lock_guard lock(m_mutex);
+    static const std::string sql =
+        std::string("SELECT ") + kWorkUnitColumns + " FROM work_units WHERE id = ?1";
+    auto q = prepare(sql.c_str(), "reading a work unit");
+    if (!q)
+        return q.error();
+    q->bind(1, id);
+    auto row = q->step();
+    if (!row)
+        return row.error();
+    if (!*row)
+        return std::optional<WorkUnitRecord>();
+    return std::optional<WorkUnitRecord>(readWorkUnit(*q));
+}
+
+Expected<std::vector<WorkUnitTransition>> Ledger::transitions(const std::string& id) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "SELECT state, at_ms, detail FROM work_unit_transitions WHERE work_unit_id = ?1 "
+        "ORDER BY id",
+        "reading a work unit's transitions");
+    if (!q)
+        return q.error();
+    q->bind(1, id);
+    std::vector<WorkUnitTransition> out;
+    for (;;) {
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (!*row)
+            break;
+        out.push_back({workUnitStateFromString(q->text(0)).value_or(WorkUnitState::Failed),
+                       q->i64(1), q->text(2)});
+    }
+    return out;
+}
+
+Expected<std::optional<Receipt>> Ledger::receipt(const std::string& workUnitId) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "SELECT round_applied, weight, credit, received_at_ms, signature, body FROM receipts "
+        "WHERE work_unit_id = ?1",
+        "reading a receipt");
+    if (!q)
+        return q.error();
+    q->bind(1, workUnitId);
+    auto row = q->step();
+    if (!row)
+        return row.error();
+    if (!*row)
+        return std::optional<Receipt>();
+    Receipt r;
+    r.workUnitId = workUnitId;
+    r.roundApplied = q->i64(0);
+    r.weight = q->f64(1);
+    r.credit = q->f64(2);
+    r.receivedAtMs = q->i64(3);
+    r.signature = q->blob(4);
+    r.body = q->blob(5);
+    return std::optional<Receipt>(std::move(r));
+}
+
+Expected<std::vector<WorkUnitRecord>> Ledger::pendingWorkUnits() {
+    std::lock_guard lock(m_mutex);
+    static const std::string sql = std::string("SELECT ") + kWorkUnitColumns +
+                                   " FROM work_units WHERE state IN ('trained', 'uploading', "
+                                   "'uploaded') ORDER BY created_at_ms, id";
+    auto q = prepare(sql.c_str(), "reading pending work units");
+    if (!q)
+        return q.error();
+    std::vector<WorkUnitRecord> out;
+    for (;;) {
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (!*row)
+            break;
+        out.push_back(readWorkUnit(*q));
+    }
+    return out;
+}
+
+Expected<Totals> Ledger::totals() {
+    std::lock_guard lock(m_mutex);
+    const char* op = "computing totals";
+    Totals t;
+    {
+        auto q = prepare(
+            "SELECT count(*), coalesce(sum(tokens), 0), coalesce(sum(compute_seconds), 0), "
+            "coalesce(sum(CASE WHEN device LIKE 'cuda%' THEN compute_seconds END), 0) "
+            "FROM work_units WHERE trained_at_ms IS NOT NULL",
+            op);
+        if (!q)
+            return q.error();
+        if (auto row = q->step(); !row)
+            return row.error();
+        t.workUnitsTrained = q->i64(0);
+        t.tokens = q->i64(1);
+        t.computeSeconds = q->f64(2);
+        t.gpuSeconds = q->f64(3);
+    }
+    {
+        auto q = prepare(
+            "SELECT count(*) FROM work_units WHERE state IN ('trained', 'uploading', 'uploaded')",
+            op);
+        if (!q)
+            return q.error();
+        if (auto row = q->step(); !row)
+            return row.error();
+        t.workUnitsPending = q->i64(0);
+    }
+    {
+        auto q = prepare("SELECT count(*), coalesce(sum(credit), 0) FROM receipts", op);
+        if (!q)
+            return q.error();
+        if (auto row = q->step(); !row)
+            return row.error();
+        t.workUnitsAccepted = q->i64(0);
+        t.credit = q->f64(1);
+    }
+    {
+        auto q = prepare(
+            "SELECT coalesce(sum(CASE WHEN direction = 'up' THEN bytes END), 0), "
+            "coalesce(sum(CASE WHEN direction = 'down' THEN bytes END), 0) FROM transfers",
+            op);
+        if (!q)
+            return q.error();
+        if (auto row = q->step(); !row)
+            return row.error();
+        t.bytesUp = q->i64(0);
+        t.bytesDown = q->i64(1);
+    }
+    return t;
+}
+
+namespace {
+constexpr const char* kBytesBetween =
+    "SELECT coalesce(sum(CASE WHEN direction = 'up' THEN bytes END), 0), "
+    "coalesce(sum(CASE WHEN direction = 'down' THEN bytes END), 0), count(*), "
+    "coalesce(sum(ok = 0), 0) FROM transfers WHERE at_ms >= ?1 AND at_ms < ?2";
+}
+
+Expected<std::vector<DayTotals>> Ledger::totalsPerDay(LocalDate first, LocalDate last,
+                                                      const TimeZone& zone) {
+    if (Status s = checkDayRange(first, last); !s)
+        return s.error();
+    std::lock_guard lock(m_mutex);
+    const char* op = "computing totals per day";
+    std::vector<DayTotals> out;
+    // One indexed range query per local day: days may be 23 or 25 hours long.
+    int64_t startMs = startOfLocalDay(first, zone);
+    for (LocalDate d = first; d <= last; d = d.plusDays(1)) {
+        const int64_t endMs = startOfLocalDay(d.plusDays(1), zone);
+        DayTotals day;
+        day.date = d;
+        {
+            auto q = prepare(
+                "SELECT count(*), coalesce(sum(tokens), 0), coalesce(sum(compute_seconds), 0), "
+                "coalesce(sum(CASE WHEN device LIKE 'cuda%' THEN compute_seconds END), 0) "
+                "FROM work_units WHERE trained_at_ms >= ?1 AND trained_at_ms < ?2",
+                op);
+            if (!q)
+                return q.error();
+            q->bind(1, startMs).bind(2, endMs);
+            if (auto row = q->step(); !row)
+                return row.error();
+            day.workUnits = q->i64(0);
+            day.tokens = q->i64(1);
+            day.computeSeconds = q->f64(2);
+            day.gpuSeconds = q->f64(3);
+        }
+        {
+            auto q = prepare(
+                "SELECT coalesce(sum(credit), 0) FROM receipts "
+                "WHERE received_at_ms >= ?1 AND received_at_ms < ?2",
+                op);
+            if (!q)
+                return q.error();
+            q->bind(1, startMs).bind(2, endMs);
+            if (auto row = q->step(); !row)
+                return row.error();
+            day.credit = q->f64(0);
+        }
+        {
+            auto q = prepare(kBytesBetween, op);
+            if (!q)
+                return q.error();
+            q->bind(1, startMs).bind(2, endMs);
+            if (auto row = q->step(); !row)
+                return row.error();
+            day.bytesUp = q->i64(0);
+            day.bytesDown = q->i64(1);
+        }
+        out.push_back(day);
+        startMs = endMs;
+    }
+    return out;
+}
+
+Expected<std::vector<ThroughputPoint>> Ledger::throughput(int64_t fromMs, int64_t toMs,
+                                                          int64_t bucketMs,
+                                                          const std::string& device) {
+    if (bucketMs < 0)
+        return makeError("ledger: throughput bucket length is negative");
+    std::lock_guard lock(m_mutex);
+    const char* op = "reading throughput";
+    std::vector<ThroughputPoint> out;
+    if (toMs <= fromMs)
+        return out;
+    if (bucketMs == 0) {
+        auto q = prepare(
+            "SELECT at_ms, tokens_per_second, utilisation, temperature_c FROM device_samples "
+            "WHERE at_ms >= ?1 AND at_ms < ?2 AND (?3 = '' OR device = ?3) ORDER BY at_ms, id",
+            op);
+        if (!q)
+            return q.error();
+        q->bind(1, fromMs).bind(2, toMs).bind(3, device);
+        for (;;) {
+            auto row = q->step();
+            if (!row)
+                return row.error();
+            if (!*row)
+                break;
+            out.push_back({q->i64(0), 1, q->f64(1), q->optF64(2), q->optF64(3)});
+        }
+        return out;
+    }
+    auto q = prepare(
+        "SELECT (at_ms - ?1) / ?4 AS bucket, count(*), avg(tokens_per_second), avg(utilisation), "
+        "max(temperature_c) FROM device_samples "
+        "WHERE at_ms >= ?1 AND at_ms < ?2 AND (?3 = '' OR device = ?3) "
+        "GROUP BY bucket ORDER BY bucket",
+        op);
+    if (!q)
+        return q.error();
+    q->bind(1, fromMs).bind(2, toMs).bind(3, device).bind(4, bucketMs);
+    for (;;) {
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (!*row)
+            break;
+        out.push_back(
+            {fromMs + q->i64(0) * bucketMs, q->i64(1), q->f64(2), q->optF64(3), q->optF64(4)});
+    }
+    return out;
+}
+
+Expected<std::vector<DayTransfers>> Ledger::transfersPerDay(LocalDate first, LocalDate last,
+                                                            const TimeZone& zone) {
+    if (Status s = checkDayRange(first, last); !s)
+        return s.error();
+    std::lock_guard lock(m_mutex);
+    std::vector<DayTransfers> out;
+    int64_t startMs = startOfLocalDay(first, zone);
+    for (LocalDate d = first; d <= last; d = d.plusDays(1)) {
+        const int64_t endMs = startOfLocalDay(d.plusDays(1), zone);
+        auto q = prepare(kBytesBetween, "computing transfers per day");
+        if (!q)
+            return q.error();
+        q->bind(1, startMs).bind(2, endMs);
+        if (auto row = q->step(); !row)
+            return row.error();
+        out.push_back({d, q->i64(0), q->i64(1), q->i64(2), q->i64(3)});
+        startMs = endMs;
+    }
+    return out;
+}
+
+Expected<std::vector<Transfer>> Ledger::recentTransfers(int limit) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "SELECT id, at_ms, direction, purpose, bytes, duration_ms, ok, work_unit_id, detail "
+        "FROM transfers ORDER BY at_ms DESC, id DESC LIMIT ?1",
+        "reading recent transfers");
+    if (!q)
+        return q.error();
+    q->bind(1, limit);
+    std::vector<Transfer> out;
+    for (;;) {
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (!*row)
+            break;
+        out.push_back(readTransfer(*q));
+    }
+    return out;
+}
+
+Expected<std::vector<Event>> Ledger::events(const EventFilter& f) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "SELECT id, at_ms, level, message FROM events WHERE level >= ?1 "
+        "AND (?2 = '' OR instr(lower(message), lower(?2)) > 0) "
+        "AND at_ms >= ?3 AND at_ms < ?4 ORDER BY at_ms DESC, id DESC LIMIT ?5",
+        "reading events");
+    if (!q)
+        return q.error();
+    q->bind(1, static_cast<int>(f.minLevel)).bind(2, f.text);
+    q->bind(3, f.fromMs.value_or(INT64_MIN)).bind(4, f.toMs.value_or(INT64_MAX));
+    q->bind(5, f.limit);
+    std::vector<Event> out;
+    for (;;) {
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (!*row)
+            break;
+        const int64_t level = std::clamp<int64_t>(q->i64(2), 0, 3);
+        out.push_back({q->i64(0), q->i64(1), static_cast<EventLevel>(level), q->text(3)});
+    }
+    return out;
+}
+
+Expected<std::vector<WorkUnitRow>> Ledger::workUnits(int limit, int offset) {
+    std::lock_guard lock(m_mutex);
+    static const std::string sql =
+        std::string("SELECT w.") +
+        "id, w.run, w.base_version, w.config, w.device, w.inner_steps, w.batch_size, "
+        "w.seq_len, w.tokens, w.steps, w.compute_seconds, w.loss_first, w.loss_last, w.state, "
+        "w.created_at_ms, w.updated_at_ms, w.trained_at_ms, "
+        "r.work_unit_id, r.round_applied, r.weight, r.credit, r.received_at_ms "
+        "FROM work_units w LEFT JOIN receipts r ON r.work_unit_id = w.id "
+        "ORDER BY w.created_at_ms DESC, w.id DESC LIMIT ?1 OFFSET ?2";
+    auto q = prepare(sql.c_str(), "listing work units");
+    if (!q)
+        return q.error();
+    q->bind(1, limit).bind(2, offset);
+    std::vector<WorkUnitRow> out;
+    for (;;) {
+        auto row = q->step();
+        if (!row)
+            return row.error();
+        if (!*row)
+            break;
+        WorkUnitRow r;
+        r.unit = readWorkUnit(*q);
+        if (!q->isNull(17)) {
+            Receipt receipt;
+            receipt.workUnitId = q->text(17);
+            receipt.roundApplied = q->i64(18);
+            receipt.weight = q->f64(19);
+            receipt.credit = q->f64(20);
+            receipt.receivedAtMs = q->i64(21);
+            r.receipt = std::move(receipt);
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+Expected<BytesUsed> Ledger::bytesUsed(int64_t fromMs, int64_t toMs) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(kBytesBetween, "computing bytes used");
+    if (!q)
+        return q.error();
+    q->bind(1, fromMs).bind(2, toMs);
+    if (auto row = q->step(); !row)
+        return row.error();
+    return BytesUsed{q->i64(0), q->i64(1)};
+}
+
+Expected<BytesUsed> Ledger::bytesUsedToday(int64_t nowMs, const TimeZone& zone) {
+    const LocalDate today = toLocal(nowMs, zone).date;
+    return bytesUsed(startOfLocalDay(today, zone), startOfLocalDay(today.plusDays(1), zone));
+}
+
+}  // namespace tandem::core
