@@ -101,6 +101,9 @@ class TestCodec : public QObject {
     // one; a float step either side goes to the nearer one. Covers subnormals (h < 0x400), the
     // subnormal/normal border and every binade up to the largest normal.
     void tiesToEven() {
+        // Also gathered into one vector for the (vectorized) encoder.
+        std::vector<float> values;
+        std::vector<uint16_t> expected;
         for (uint16_t h = 0; h < 0x7bff; ++h) {
             for (const uint16_t sign : {uint16_t{0}, uint16_t{0x8000}}) {
                 const uint16_t lo = h | sign, hi = static_cast<uint16_t>(h + 1) | sign;
@@ -113,7 +116,19 @@ class TestCodec : public QObject {
                 const float towardHi = std::nextafter(midF, sign ? -1e9f : 1e9f);
                 QCOMPARE(floatToHalf(towardLo), lo);
                 QCOMPARE(floatToHalf(towardHi), hi);
+                values.insert(values.end(), {midF, towardLo, towardHi, halfToFloat(lo)});
+                expected.insert(expected.end(), {even, lo, hi, lo});
             }
+        }
+        const std::vector<float> zeros(values.size(), 0.0f);
+        std::vector<uint16_t> encoded(values.size());
+        for (int threads : {0, 2}) {
+            std::unique_ptr<ThreadPool> pool =
+                threads ? std::make_unique<ThreadPool>(threads) : nullptr;
+            auto stats = encodeDeltaFp16(values, zeros, encoded, pool.get());
+            QVERIFY(stats.ok());
+            QCOMPARE(stats->saturated, int64_t{0});
+            QVERIFY(encoded == expected);
         }
         // Hand-picked: 1 + 2^-11 is the tie between 1 (0x3c00, even) and 1 + 2^-10 (0x3c01).
         QCOMPARE(floatToHalf(1.0f + 0x1p-11f), uint16_t{0x3c00});
