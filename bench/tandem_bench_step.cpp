@@ -1,0 +1,287 @@
+// tandem-bench-step: tokens per second of whole inner training steps (forward, backward, AdamW)
+// of a CPU backend on random tokens. Prints one table line per run and optionally writes JSON.
+//
+// Dimensions: B batch, T sequence (the config's maxSeqLen), P parameters.
+#include "backend.hpp"
+#include "model.hpp"
+#include "random.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace tandem;
+
+namespace {
+
+const char* kUsage =
+    "usage: tandem-bench-step [options]\n"
+    "\n"
+    "Measures tokens/s of whole training steps (forward + backward + AdamW) on random tokens:\n"
+    "the median over --steps timed steps after --warmup untimed ones. Every option except\n"
+    "--steps, --warmup, --seed and --json may be repeated; one run per combination.\n"
+    "\n"
+    "  --backend NAME   cpu or cpu-reference (default cpu)\n"
+    "  --config NAME    tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)\n"
+    "  --batch B        sequences per step (default 8)\n"
+    "  --threads N      threads of the cpu backend (default: all hardware threads)\n"
+    "  --steps N        timed steps (default 10)\n"
+    "  --warmup N       untimed steps first (default 2)\n"
+    "  --seed N         parameter and token seed (default 1)\n"
+    "  --json FILE      also write the results as JSON\n"
+    "  --help           this text\n";
+
+struct Options {
+    std::vector<std::string> backends, configs;
+    std::vector<int> batches, threads;
+    int steps = 10, warmup = 2;
+    uint64_t seed = 1;
+    std::string jsonPath;
+};
+
+struct RunResult {
+    std::string backend, configName;
+    ModelConfig config;
+    int batch = 0, threads = 0, steps = 0, warmup = 0;
+    double medianMs = 0, minMs = 0, maxMs = 0, tokensPerSecond = 0;
+    float firstLoss = 0, lastLoss = 0;
+};
+
+std::string cpuModel() {
+    std::ifstream file("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(file, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) {
+                std::string name = line.substr(colon + 1);
+                name.erase(0, name.find_first_not_of(" \t"));
+                return name;
+            }
+        }
+    }
+    return "unknown CPU";
+}
+
+bool parsePositive(const char* text, const char* flag, int* value) {
+    char* end = nullptr;
+    const long parsed = std::strtol(text, &end, 10);
+    if (!end || *end != '\0' || parsed < 0 || parsed > 1'000'000) {
+        std::fprintf(stderr, "tandem-bench-step: %s expects a whole number, got '%s'\n", flag,
+                     text);
+        return false;
+    }
+    *value = static_cast<int>(parsed);
+    return true;
+}
+
+// Returns 0 to go on, otherwise the exit code.
+int parseOptions(int argc, char** argv, Options* options) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") {
+            std::fputs(kUsage, stdout);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "tandem-bench-step: %s needs a value (see --help)\n",
+                         flag.c_str());
+            return 2;
+        }
+        const char* value = argv[++i];
+        int number = 0;
+        if (flag == "--backend") {
+            options->backends.push_back(value);
+        } else if (flag == "--config") {
+            options->configs.push_back(value);
+        } else if (flag == "--batch" || flag == "--threads" || flag == "--steps" ||
+                   flag == "--warmup" || flag == "--seed") {
+            if (!parsePositive(value, flag.c_str(), &number))
+                return 2;
+            if ((flag == "--batch" || flag == "--threads" || flag == "--steps") && number < 1) {
+                std::fprintf(stderr, "tandem-bench-step: %s must be at least 1\n", flag.c_str());
+                return 2;
+            }
+            if (flag == "--batch")
+                options->batches.push_back(number);
+            else if (flag == "--threads")
+                options->threads.push_back(number);
+            else if (flag == "--steps")
+                options->steps = number;
+            else if (flag == "--warmup")
+                options->warmup = number;
+            else
+                options->seed = static_cast<uint64_t>(number);
+        } else if (flag == "--json") {
+            options->jsonPath = value;
+        } else {
+            std::fprintf(stderr, "tandem-bench-step: unknown option '%s' (see --help)\n",
+                         flag.c_str());
+            return 2;
+        }
+    }
+    if (options->backends.empty())
+        options->backends.push_back("cpu");
+    if (options->configs.empty())
+        options->configs.push_back("tiny");
+    if (options->batches.empty())
+        options->batches.push_back(8);
+    if (options->threads.empty())
+        options->threads.push_back(
+            std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+    return 0;
+}
+
+Expected<RunResult> runOne(const Options& options, const std::string& backendName,
+                           const std::string& configName, int B, int threads) {
+    auto config = ModelConfig::parse(configName);
+    if (!config)
+        return config.error();
+    auto made = makeCpuBackend(backendName, threads);
+    if (!made)
+        return made.error();
+    Backend& backend = **made;
+    const int T = config->maxSeqLen;
+    if (auto s = backend.allocate(*config, B, T); !s)
+        return s.error();
+
+    const ParameterLayout layout(*config);
+    std::vector<float> parameters(layout.parameterCount());
+    initParameters(layout, parameters, options.seed);
+    if (auto s = backend.loadParameters(parameters); !s)
+        return s.error();
+
+    Rng rng(options.seed ^ 0x5eedull);
+    const size_t n = static_cast<size_t>(B) * T;
+    std::vector<int32_t> inputs(n), targets(n);
+    const AdamWConfig adamw;
+    RunResult result;
+    std::vector<double> stepMs;
+    for (int step = 0; step < options.warmup + options.steps; ++step) {
+        for (size_t i = 0; i < n; ++i) {
+            inputs[i] = static_cast<int32_t>(rng.below(256));
+            targets[i] = static_cast<int32_t>(rng.below(256));
+        }
+        const auto start = std::chrono::steady_clock::now();
+        auto loss = backend.forward(inputs, targets, B, T);
+        if (!loss)
+            return loss.error();
+        if (auto s = backend.backward(); !s)
+            return s.error();
+        auto stats = backend.adamwStep(adamw, 1e-4f);
+        if (!stats)
+            return stats.error();
+        const auto end = std::chrono::steady_clock::now();
+        if (step == 0)
+            result.firstLoss = *loss;
+        result.lastLoss = *loss;
+        if (step >= options.warmup)
+            stepMs.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    }
+    std::sort(stepMs.begin(), stepMs.end());
+    const size_t count = stepMs.size();
+    result.backend = backendName;
+    result.configName = configName;
+    result.config = *config;
+    result.batch = B;
+    result.threads = backendName == "cpu" ? threads : 1;
+    result.steps = options.steps;
+    result.warmup = options.warmup;
+    result.medianMs =
+        count % 2 ? stepMs[count / 2] : 0.5 * (stepMs[count / 2 - 1] + stepMs[count / 2]);
+    result.minMs = stepMs.front();
+    result.maxMs = stepMs.back();
+    result.tokensPerSecond = static_cast<double>(n) / (result.medianMs / 1000.0);
+    return result;
+}
+
+std::string jsonEscape(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        if (static_cast<unsigned char>(c) >= 0x20)
+            out += c;
+    }
+    return out;
+}
+
+bool writeJson(const std::string& path, const std::string& cpu,
+               const std::vector<RunResult>& results) {
+    std::ofstream file(path);
+    if (!file)
+        return false;
+    file << "{\n  \"benchmark\": \"inner-step\",\n  \"cpu\": \"" << jsonEscape(cpu)
+         << "\",\n  \"hardwareThreads\": " << std::thread::hardware_concurrency()
+         << ",\n  \"runs\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+        const RunResult& r = results[i];
+        char line[1024];
+        std::snprintf(line, sizeof line,
+                      "    {\"backend\": \"%s\", \"config\": \"%s\", \"layers\": %d, "
+                      "\"heads\": %d, \"channels\": %d, \"seqLen\": %d, \"batch\": %d, "
+                      "\"threads\": %d, \"steps\": %d, \"warmup\": %d, \"stepMsMedian\": %.3f, "
+                      "\"stepMsMin\": %.3f, \"stepMsMax\": %.3f, \"tokensPerSecond\": %.1f, "
+                      "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f}%s\n",
+                      jsonEscape(r.backend).c_str(), jsonEscape(r.configName).c_str(),
+                      r.config.layers, r.config.heads, r.config.channels, r.config.maxSeqLen,
+                      r.batch, r.threads, r.steps, r.warmup, r.medianMs, r.minMs, r.maxMs,
+                      r.tokensPerSecond, static_cast<long long>(r.config.parameterCount()),
+                      r.firstLoss, r.lastLoss, i + 1 < results.size() ? "," : "");
+        file << line;
+    }
+    file << "  ]\n}\n";
+    return static_cast<bool>(file);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options options;
+    if (const int code = parseOptions(argc, argv, &options); code != 0)
+        return code < 0 ? 0 : code;
+
+    const std::string cpu = cpuModel();
+    std::printf("CPU: %s, %u hardware threads\n", cpu.c_str(), std::thread::hardware_concurrency());
+    std::printf("median of %d steps after %d warm-up steps; a step is forward + backward + AdamW\n",
+                options.steps, options.warmup);
+    std::printf("%-14s %-36s %4s %5s %8s %11s %10s %12s\n", "backend", "config", "B", "T",
+                "threads", "ms/step", "min ms", "throughput");
+    std::fflush(stdout);
+
+    std::vector<RunResult> results;
+    for (const std::string& backend : options.backends) {
+        for (const std::string& config : options.configs) {
+            for (int B : options.batches) {
+                // The reference is single-threaded: one run whatever --threads says.
+                const std::vector<int> threadCounts =
+                    backend == "cpu" ? options.threads : std::vector<int>{1};
+                for (int threads : threadCounts) {
+                    auto result = runOne(options, backend, config, B, threads);
+                    if (!result) {
+                        std::fprintf(stderr, "tandem-bench-step: %s %s B=%d: %s\n", backend.c_str(),
+                                     config.c_str(), B, result.error().message.c_str());
+                        return 1;
+                    }
+                    const RunResult& r = *result;
+                    const std::string label = r.configName + " (" + r.config.describe() + ")";
+                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %8.0f tok/s\n",
+                                r.backend.c_str(), label.c_str(), r.batch, r.config.maxSeqLen,
+                                r.threads, r.medianMs, r.minMs, r.tokensPerSecond);
+                    std::fflush(stdout);
+                    results.push_back(r);
+                }
+            }
+        }
+    }
+    if (!options.jsonPath.empty() && !writeJson(options.jsonPath, cpu, results)) {
+        std::fprintf(stderr, "tandem-bench-step: could not write %s\n", options.jsonPath.c_str());
+        return 1;
+    }
+    return 0;
+}

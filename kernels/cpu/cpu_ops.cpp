@@ -1,0 +1,662 @@
+// The fast CPU ops. See cpu_ops.hpp for the conventions.
+//
+// Dimensions: B batch, T sequence, C channels, OC output channels, NH heads, hs head size
+// (C / NH), V vocab, N element count, BT = B * T rows. Row-major: element (b,t,c) of a (B,T,C)
+// tensor sits at (b*T + t)*C + c.
+//
+// How the work is split:
+// - Matrix products: OpenBLAS runs single-threaded inside each pool task, on a static range of
+//   output rows. One set of threads (the pool's) does all the work; letting OpenBLAS start its
+//   own threads as well would put two spinning thread teams on the same cores, and its threads
+//   would sit idle (or spin) during every non-BLAS op.
+// - Row-wise ops (layernorm, softmax, encoder forward) split rows; element-wise ops split N.
+// - Reductions over rows (layernorm dweight/dbias, matmul dbias, encoder backward) split
+//   columns, and each column sums its rows in order, so no partial sums need combining and the
+//   result does not depend on the thread count.
+// - Sums inside a row use kLanes independent partial sums combined in a fixed order: the
+//   compiler vectorises that without -ffast-math (which would also break NaN checks).
+//
+// Hot loops are compiled for AVX2 and for baseline x86-64 (target_clones): the binary runs on
+// any x86-64 and picks the AVX2 copy at load time. Floating-point contraction is off, so both
+// copies compute exactly the same bits.
+#include "cpu/cpu_ops.hpp"
+
+#include "codec.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define TANDEM_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define TANDEM_HOT
+#endif
+
+namespace tandem {
+
+namespace {
+
+constexpr int kLanes = 16;
+constexpr float kLayernormEps = 1e-5f;
+constexpr int64_t kMinElementsPerTask = 1 << 14;  // below this a second thread costs more
+constexpr int kAttentionBlock = 32;  // query rows per product: bounds the work above the diagonal
+
+// Combines kLanes partial sums in a fixed pairwise order.
+inline float combineLanes(float* acc) {
+    for (int width = kLanes / 2; width >= 1; width /= 2) {
+        for (int j = 0; j < width; ++j)
+            acc[j] += acc[j + width];
+    }
+    return acc[0];
+}
+
+// x (n)
+inline float sumRow(const float* x, int n) {
+    float acc[kLanes] = {};
+    int i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j)
+            acc[j] += x[i + j];
+    }
+    float tail = 0.0f;
+    for (; i < n; ++i)
+        tail += x[i];
+    return combineLanes(acc) + tail;
+}
+
+// x (n). A NaN is not picked up here, but exp(NaN - max) carries it into every result.
+inline float maxRow(const float* x, int n) {
+    float acc[kLanes];
+    for (int j = 0; j < kLanes; ++j)
+        acc[j] = -INFINITY;
+    int i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j)
+            acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+    }
+    float m = -INFINITY;
+    for (int j = 0; j < kLanes; ++j)
+        m = acc[j] > m ? acc[j] : m;
+    for (; i < n; ++i)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+// exp(x) within 2 ulp, branch-free so loops calling it vectorise (Cephes expf polynomial).
+// Inputs are clamped to [-87, 88] (results stay normal); NaN stays NaN.
+inline float expFast(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+    const float shifted = x * 1.44269504088896341f + kMagic;
+    const float n = shifted - kMagic;
+    const int32_t exponent = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kMagic);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    return p * std::bit_cast<float>((exponent + 127) << 23);
+}
+
+// GELU with the tanh approximation, through 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + e^-2u),
+// which has no cancellation for either sign of u.
+constexpr float kGeluScale = 0.79788456080286535588f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+
+// ---- row and range kernels (compiled twice, see TANDEM_HOT) ---------------------------------
+
+// out (rows, C), inp (B,T), wte (V,C), wpe (maxT,C)
+TANDEM_HOT void encoderRows(float* out, const int32_t* inp, const float* wte, const float* wpe,
+                            int T, int C, int64_t begin, int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+        const float* tokenRow = wte + int64_t{inp[bt]} * C;
+        const float* positionRow = wpe + (bt % T) * C;
+        float* o = out + bt * C;
+        for (int c = 0; c < C; ++c)
+            o[c] = tokenRow[c] + positionRow[c];
+    }
+}
+
+// Channels [c0, c1) of dwte (V,C) and dwpe (maxT,C), rows in order. dout (BT,C), inp (BT)
+TANDEM_HOT void encoderBackwardColumns(float* dwte, float* dwpe, const float* dout,
+                                       const int32_t* inp, int64_t BT, int T, int C, int c0,
+                                       int c1) {
+    for (int64_t bt = 0; bt < BT; ++bt) {
+        float* dtokenRow = dwte + int64_t{inp[bt]} * C;
+        float* dpositionRow = dwpe + (bt % T) * C;
+        const float* d = dout + bt * C;
+        for (int c = c0; c < c1; ++c) {
+            dtokenRow[c] += d[c];
+            dpositionRow[c] += d[c];
+        }
+    }
+}
+
+// out (BT,C), mean (BT), rstd (BT), inp (BT,C), weight (C), bias (C); rows [begin, end)
+TANDEM_HOT void layernormRows(float* out, float* mean, float* rstd, const float* inp,
+                              const float* weight, const float* bias, int C, int64_t begin,
+                              int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+        const float* x = inp + bt * C;
+        const float m = sumRow(x, C) / static_cast<float>(C);
+        float acc[kLanes] = {};
+        int i = 0;
+        for (; i + kLanes <= C; i += kLanes) {
+            for (int j = 0; j < kLanes; ++j)
+                acc[j] += (x[i + j] - m) * (x[i + j] - m);
+        }
+        float tail = 0.0f;
+        for (; i < C; ++i)
+            tail += (x[i] - m) * (x[i] - m);
+        const float variance = (combineLanes(acc) + tail) / static_cast<float>(C);
+        const float s = 1.0f / std::sqrt(variance + kLayernormEps);
+        float* o = out + bt * C;
+        for (int c = 0; c < C; ++c)
+            o[c] = (x[c] - m) * s * weight[c] + bias[c];
+        mean[bt] = m;
+        rstd[bt] = s;
+    }
+}
+
+// dinp (BT,C) rows [begin, end); dout (BT,C), inp (BT,C), weight (C), mean (BT), rstd (BT)
+TANDEM_HOT void layernormBackwardRows(float* dinp, const float* dout, const float* inp,
+                                      const float* weight, const float* mean, const float* rstd,
+                                      int C, int64_t begin, int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+        const float* x = inp + bt * C;
+        const float* dy = dout + bt * C;
+        const float m = mean[bt], s = rstd[bt];
+        float accG[kLanes] = {}, accGN[kLanes] = {};
+        int i = 0;
+        for (; i + kLanes <= C; i += kLanes) {
+            for (int j = 0; j < kLanes; ++j) {
+                const float g = weight[i + j] * dy[i + j];
+                accG[j] += g;
+                accGN[j] += g * ((x[i + j] - m) * s);
+            }
+        }
+        float tailG = 0.0f, tailGN = 0.0f;
+        for (; i < C; ++i) {
+            const float g = weight[i] * dy[i];
+            tailG += g;
+            tailGN += g * ((x[i] - m) * s);
+        }
+        const float meanG = (combineLanes(accG) + tailG) / static_cast<float>(C);
+        const float meanGN = (combineLanes(accGN) + tailGN) / static_cast<float>(C);
+        float* dx = dinp + bt * C;
+        for (int c = 0; c < C; ++c) {
+            const float n = (x[c] - m) * s;
+            dx[c] += s * (weight[c] * dy[c] - meanG - n * meanGN);
+        }
+    }
+}
+
+// Channels [c0, c1) of dweight (C) and dbias (C), rows in order.
+// dout (BT,C), inp (BT,C), mean (BT), rstd (BT)
+TANDEM_HOT void layernormBackwardColumns(float* dweight, float* dbias, const float* dout,
+                                         const float* inp, const float* mean, const float* rstd,
+                                         int64_t BT, int C, int c0, int c1) {
+    for (int64_t bt = 0; bt < BT; ++bt) {
+        const float* x = inp + bt * C;
+        const float* dy = dout + bt * C;
+        const float m = mean[bt], s = rstd[bt];
+        for (int c = c0; c < c1; ++c) {
+            dbias[c] += dy[c];
+            dweight[c] += (x[c] - m) * s * dy[c];
+        }
+    }
+}
+
+// Output channels [o0, o1) of dbias (OC), rows in order. dout (BT,OC)
+TANDEM_HOT void biasBackwardColumns(float* dbias, const float* dout, int64_t BT, int OC, int o0,
+                                    int o1) {
+    for (int64_t bt = 0; bt < BT; ++bt) {
+        const float* d = dout + bt * OC;
+        for (int o = o0; o < o1; ++o)
+            dbias[o] += d[o];
+    }
+}
+
+// The causal softmax of one score row: att[0..t] = softmax(preatt[0..t]), the rest 0.
+// preatt (T), att (T); preatt above the diagonal is set to 0.
+TANDEM_HOT void causalSoftmaxRow(float* preatt, float* att, int t, int T) {
+    const int n = t + 1;
+    const float maxScore = maxRow(preatt, n);
+    float acc[kLanes] = {};
+    int i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j) {
+            att[i + j] = expFast(preatt[i + j] - maxScore);
+            acc[j] += att[i + j];
+        }
+    }
+    float tail = 0.0f;
+    for (; i < n; ++i) {
+        att[i] = expFast(preatt[i] - maxScore);
+        tail += att[i];
+    }
+    const float sum = combineLanes(acc) + tail;
+    for (int t2 = 0; t2 < n; ++t2)
+        att[t2] /= sum;
+    for (int t2 = n; t2 < T; ++t2)
+        preatt[t2] = att[t2] = 0.0f;
+}
+
+// Softmax backward of one row: dpreatt[t2] = att[t2] (datt[t2] - sum att . datt) for t2 <= t,
+// 0 above; datt above the diagonal is set to 0. dpreatt (T), datt (T), att (T)
+TANDEM_HOT void softmaxBackwardRow(float* dpreatt, float* datt, const float* att, int t, int T) {
+    const int n = t + 1;
+    float acc[kLanes] = {};
+    int i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j)
+            acc[j] += att[i + j] * datt[i + j];
+    }
+    float tail = 0.0f;
+    for (; i < n; ++i)
+        tail += att[i] * datt[i];
+    const float weighted = combineLanes(acc) + tail;
+    for (int t2 = 0; t2 < n; ++t2)
+        dpreatt[t2] = att[t2] * (datt[t2] - weighted);
+    for (int t2 = n; t2 < T; ++t2)
+        dpreatt[t2] = datt[t2] = 0.0f;
+}
+
+// out (N), inp (N); range [begin, end)
+TANDEM_HOT void geluRange(float* out, const float* inp, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+        const float x = inp[i];
+        const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+        out[i] = x / (1.0f + expFast(-2.0f * u));
+    }
+}
+
+// d gelu / dx = sig + x * 2 sig (1 - sig) du/dx, sig = sigmoid(2u). dinp (N), inp (N), dout (N)
+TANDEM_HOT void geluBackwardRange(float* dinp, const float* inp, const float* dout, int64_t begin,
+                                  int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+        const float x = inp[i];
+        const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+        const float sig = 1.0f / (1.0f + expFast(-2.0f * u));
+        const float dudx = kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
+        const float derivative = sig + x * (2.0f * sig * (1.0f - sig)) * dudx;
+        dinp[i] += derivative * dout[i];
+    }
+}
+
+// losses (BT), probs (BT,V), logits (BT,V), targets (BT); rows [begin, end)
+TANDEM_HOT void softmaxCrossEntropyRows(float* losses, float* probs, const float* logits,
+                                        const int32_t* targets, int V, int64_t begin, int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+        const float* z = logits + bt * V;
+        float* p = probs + bt * V;
+        const float maxLogit = maxRow(z, V);
+        float acc[kLanes] = {};
+        int i = 0;
+        for (; i + kLanes <= V; i += kLanes) {
+            for (int j = 0; j < kLanes; ++j) {
+                p[i + j] = expFast(z[i + j] - maxLogit);
+                acc[j] += p[i + j];
+            }
+        }
+        float tail = 0.0f;
+        for (; i < V; ++i) {
+            p[i] = expFast(z[i] - maxLogit);
+            tail += p[i];
+        }
+        const float sum = combineLanes(acc) + tail;
+        for (int j = 0; j < V; ++j)
+            p[j] /= sum;
+        losses[bt] = std::log(sum) + maxLogit - z[targets[bt]];
+    }
+}
+
+// dlogits (BT,V), dlosses (BT), probs (BT,V), targets (BT); rows [begin, end)
+TANDEM_HOT void crossEntropyBackwardRows(float* dlogits, const float* dlosses, const float* probs,
+                                         const int32_t* targets, int V, int64_t begin,
+                                         int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+        const float d = dlosses[bt];
+        float* dz = dlogits + bt * V;
+        const float* p = probs + bt * V;
+        for (int j = 0; j < V; ++j)
+            dz[j] += d * p[j];
+        dz[targets[bt]] -= d;
+    }
+}
+
+// x (N) range [begin, end)
+TANDEM_HOT double sumSquaresRange(const float* x, int64_t begin, int64_t end) {
+    constexpr int kDoubleLanes = 8;
+    double acc[kDoubleLanes] = {};
+    int64_t i = begin;
+    for (; i + kDoubleLanes <= end; i += kDoubleLanes) {
+        for (int j = 0; j < kDoubleLanes; ++j)
+            acc[j] += double{x[i + j]} * double{x[i + j]};
+    }
+    double tail = 0.0;
+    for (; i < end; ++i)
+        tail += double{x[i]} * double{x[i]};
+    for (int width = kDoubleLanes / 2; width >= 1; width /= 2) {
+        for (int j = 0; j < width; ++j)
+            acc[j] += acc[j + width];
+    }
+    return acc[0] + tail;
+}
+
+struct AdamWFactors {
+    float lr, beta1, beta2, oneMinusBeta1, oneMinusBeta2, inverseCorrection1, inverseCorrection2,
+        eps, weightDecay, gradScale;
+};
+
+// params (N), grads (N), m (N), v (N); range [begin, end)
+TANDEM_HOT void adamwRange(float* params, const float* grads, float* m, float* v,
+                           const AdamWFactors& f, int64_t begin, int64_t end) {
+    const AdamWFactors k = f;  // local copy: lets the compiler keep the factors in registers
+    for (int64_t i = begin; i < end; ++i) {
+        const float g = grads[i] * k.gradScale;
+        const float mi = k.beta1 * m[i] + k.oneMinusBeta1 * g;
+        const float vi = k.beta2 * v[i] + k.oneMinusBeta2 * (g * g);
+        m[i] = mi;
+        v[i] = vi;
+        const float mHat = mi * k.inverseCorrection1;
+        const float vHat = vi * k.inverseCorrection2;
+        params[i] -= k.lr * (mHat / (std::sqrt(vHat) + k.eps) + k.weightDecay * params[i]);
+    }
+}
+
+// A fixed number of chunks for whole-buffer reductions, so the order of the partial sums
+// depends on N only, never on the thread count.
+int reductionChunks(int64_t N) {
+    return static_cast<int>(std::clamp<int64_t>(N / kMinElementsPerTask, 1, 64));
+}
+
+}  // namespace
+
+CpuOps::CpuOps(int threads) : m_pool(threads) {
+    // See the file comment: the pool's threads run OpenBLAS single-threaded. This is a
+    // process-wide setting; every CpuOps sets the same value.
+    openblas_set_num_threads(1);
+}
+
+void CpuOps::fillZero(float* buffer, size_t count) {
+    m_pool.parallelFor(static_cast<int64_t>(count), 1 << 16, [&](int64_t begin, int64_t end) {
+        std::memset(buffer + begin, 0, static_cast<size_t>(end - begin) * sizeof(float));
+    });
+}
+
+void CpuOps::encoderForward(float* out, const int32_t* inp, const float* wte, const float* wpe,
+                            int B, int T, int C) {
+    m_pool.parallelFor(
+        int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / C),
+        [&](int64_t begin, int64_t end) { encoderRows(out, inp, wte, wpe, T, C, begin, end); });
+}
+
+void CpuOps::encoderBackward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B,
+                             int T, int C) {
+    const int64_t BT = int64_t{B} * T;
+    m_pool.parallelFor(C, 16, [&](int64_t c0, int64_t c1) {
+        encoderBackwardColumns(dwte, dwpe, dout, inp, BT, T, C, static_cast<int>(c0),
+                               static_cast<int>(c1));
+    });
+}
+
+void CpuOps::layernormForward(float* out, float* mean, float* rstd, const float* inp,
+                              const float* weight, const float* bias, int B, int T, int C) {
+    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / C),
+                       [&](int64_t begin, int64_t end) {
+                           layernormRows(out, mean, rstd, inp, weight, bias, C, begin, end);
+                       });
+}
+
+void CpuOps::layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const float* weight, const float* mean,
+                               const float* rstd, int B, int T, int C) {
+    const int64_t BT = int64_t{B} * T;
+    const int n = m_pool.threads();
+    // Tasks [0, n) take row ranges of dinp, tasks [n, 2n) channel ranges of dweight and dbias.
+    m_pool.run(2 * n, [&](int task) {
+        if (task < n) {
+            layernormBackwardRows(dinp, dout, inp, weight, mean, rstd, C, BT * task / n,
+                                  BT * (task + 1) / n);
+        } else {
+            const int piece = task - n;
+            layernormBackwardColumns(dweight, dbias, dout, inp, mean, rstd, BT, C, C * piece / n,
+                                     C * (piece + 1) / n);
+        }
+    });
+}
+
+void CpuOps::matmulForward(float* out, const float* inp, const float* weight, const float* bias,
+                           int B, int T, int C, int OC) {
+    const int64_t BT = int64_t{B} * T;
+    m_pool.parallelFor(BT, 16, [&](int64_t begin, int64_t end) {
+        float* o = out + begin * OC;
+        const int rows = static_cast<int>(end - begin);
+        float beta = 0.0f;
+        if (bias) {
+            for (int r = 0; r < rows; ++r)
+                std::memcpy(o + int64_t{r} * OC, bias, sizeof(float) * OC);
+            beta = 1.0f;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + begin * C, C,
+                    weight, C, beta, o, OC);
+    });
+}
+
+void CpuOps::matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                            const float* inp, const float* weight, int B, int T, int C, int OC) {
+    const int64_t BT = int64_t{B} * T;
+    const int n = m_pool.threads();
+    // Tasks [0, n): rows of dinp += dout . weight. Tasks [n, 2n): output channels of
+    // dweight += dout^T . inp and of dbias.
+    m_pool.run(2 * n, [&](int task) {
+        if (task < n) {
+            const int64_t begin = BT * task / n, end = BT * (task + 1) / n;
+            if (end > begin) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                            static_cast<int>(end - begin), C, OC, 1.0f, dout + begin * OC, OC,
+                            weight, C, 1.0f, dinp + begin * C, C);
+            }
+        } else {
+            const int piece = task - n;
+            const int o0 = static_cast<int>(int64_t{OC} * piece / n);
+            const int o1 = static_cast<int>(int64_t{OC} * (piece + 1) / n);
+            if (o1 > o0) {
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C,
+                            static_cast<int>(BT), 1.0f, dout + o0, OC, inp, C, 1.0f,
+                            dweight + int64_t{o0} * C, C);
+                if (dbias)
+                    biasBackwardColumns(dbias, dout, BT, OC, o0, o1);
+            }
+        }
+    });
+}
+
+// One task per (b, h). Scores and mixes go through OpenBLAS in blocks of kAttentionBlock query
+// rows; a block only multiplies the keys up to its last row, so the work above the causal
+// diagonal is at most one block's triangle.
+void CpuOps::attentionForward(float* out, float* preatt, float* att, const float* inp, int B, int T,
+                              int C, int NH) {
+    const int hs = C / NH;
+    const int C3 = 3 * C;
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+    m_pool.run(B * NH, [&](int task) {
+        const int b = task / NH, h = task % NH;
+        const float* q = inp + int64_t{b} * T * C3 + int64_t{h} * hs;  // (T, hs) stride 3C
+        const float* k = q + C;
+        const float* v = q + 2 * C;
+        float* scores = preatt + int64_t{task} * T * T;         // (T,T)
+        float* weights = att + int64_t{task} * T * T;           // (T,T)
+        float* y = out + int64_t{b} * T * C + int64_t{h} * hs;  // (T, hs) stride C
+        for (int r0 = 0; r0 < T; r0 += kAttentionBlock) {
+            const int r1 = std::min(T, r0 + kAttentionBlock);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, scale,
+                        q + int64_t{r0} * C3, C3, k, C3, 0.0f, scores + int64_t{r0} * T, T);
+            for (int t = r0; t < r1; ++t)
+                causalSoftmaxRow(scores + int64_t{t} * T, weights + int64_t{t} * T, t, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, 1.0f,
+                        weights + int64_t{r0} * T, T, v, C3, 0.0f, y + int64_t{r0} * C, C);
+        }
+    });
+}
+
+void CpuOps::attentionBackward(float* dinp, float* dpreatt, float* datt, const float* dout,
+                               const float* inp, const float* att, int B, int T, int C, int NH) {
+    const int hs = C / NH;
+    const int C3 = 3 * C;
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+    m_pool.run(B * NH, [&](int task) {
+        const int b = task / NH, h = task % NH;
+        const int64_t headOffset = int64_t{b} * T * C3 + int64_t{h} * hs;
+        const float* q = inp + headOffset;  // (T, hs) stride 3C
+        const float* k = q + C;
+        const float* v = q + 2 * C;
+        float* dq = dinp + headOffset;
+        float* dk = dq + C;
+        float* dv = dq + 2 * C;
+        const float* dy = dout + int64_t{b} * T * C + int64_t{h} * hs;  // (T, hs) stride C
+        const float* weights = att + int64_t{task} * T * T;             // (T,T)
+        float* dweights = datt + int64_t{task} * T * T;                 // (T,T)
+        float* dscores = dpreatt + int64_t{task} * T * T;               // (T,T)
+
+        // datt = dy . v^T, then the softmax backward, by query blocks.
+        for (int r0 = 0; r0 < T; r0 += kAttentionBlock) {
+            const int r1 = std::min(T, r0 + kAttentionBlock);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, 1.0f,
+                        dy + int64_t{r0} * C, C, v, C3, 0.0f, dweights + int64_t{r0} * T, T);
+            for (int t = r0; t < r1; ++t) {
+                softmaxBackwardRow(dscores + int64_t{t} * T, dweights + int64_t{t} * T,
+                                   weights + int64_t{t} * T, t, T);
+            }
+            // dq += scale * dpreatt . k
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, scale,
+                        dscores + int64_t{r0} * T, T, k, C3, 1.0f, dq + int64_t{r0} * C3, C3);
+        }
+        // By key blocks [c0, c1): only queries t >= c0 see these keys.
+        // dv += att^T . dy,  dk += scale * dpreatt^T . q
+        for (int c0 = 0; c0 < T; c0 += kAttentionBlock) {
+            const int c1 = std::min(T, c0 + kAttentionBlock);
+            const int64_t corner = int64_t{c0} * T + c0;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, hs, T - c0, 1.0f,
+                        weights + corner, T, dy + int64_t{c0} * C, C, 1.0f, dv + int64_t{c0} * C3,
+                        C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, hs, T - c0, scale,
+                        dscores + corner, T, q + int64_t{c0} * C3, C3, 1.0f, dk + int64_t{c0} * C3,
+                        C3);
+        }
+    });
+}
+
+void CpuOps::geluForward(float* out, const float* inp, int64_t N) {
+    m_pool.parallelFor(N, kMinElementsPerTask,
+                       [&](int64_t begin, int64_t end) { geluRange(out, inp, begin, end); });
+}
+
+void CpuOps::geluBackward(float* dinp, const float* inp, const float* dout, int64_t N) {
+    m_pool.parallelFor(N, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        geluBackwardRange(dinp, inp, dout, begin, end);
+    });
+}
+
+void CpuOps::residualForward(float* out, const float* inp1, const float* inp2, int64_t N) {
+    m_pool.parallelFor(N, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            out[i] = inp1[i] + inp2[i];
+    });
+}
+
+void CpuOps::residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) {
+    m_pool.parallelFor(N, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            dinp1[i] += dout[i];
+            dinp2[i] += dout[i];
+        }
+    });
+}
+
+void CpuOps::softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
+                                        const int32_t* targets, int B, int T, int V) {
+    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / V),
+                       [&](int64_t begin, int64_t end) {
+                           softmaxCrossEntropyRows(losses, probs, logits, targets, V, begin, end);
+                       });
+}
+
+void CpuOps::crossEntropySoftmaxBackward(float* dlogits, const float* dlosses, const float* probs,
+                                         const int32_t* targets, int B, int T, int V) {
+    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / V),
+                       [&](int64_t begin, int64_t end) {
+                           crossEntropyBackwardRows(dlogits, dlosses, probs, targets, V, begin,
+                                                    end);
+                       });
+}
+
+double CpuOps::sumSquares(const float* x, int64_t N) {
+    const int chunks = reductionChunks(N);
+    double partial[64];
+    m_pool.run(chunks, [&](int chunk) {
+        partial[chunk] = sumSquaresRange(x, N * chunk / chunks, N * (chunk + 1) / chunks);
+    });
+    double sum = 0.0;
+    for (int chunk = 0; chunk < chunks; ++chunk)
+        sum += partial[chunk];
+    return sum;
+}
+
+void CpuOps::adamwUpdate(float* params, const float* grads, float* m, float* v, int64_t N, float lr,
+                         float beta1, float beta2, float eps, float weightDecay, float gradScale,
+                         int64_t t) {
+    const double correction1 = 1.0 - std::pow(double{beta1}, static_cast<double>(t));
+    const double correction2 = 1.0 - std::pow(double{beta2}, static_cast<double>(t));
+    const AdamWFactors factors{lr,
+                               beta1,
+                               beta2,
+                               1.0f - beta1,
+                               1.0f - beta2,
+                               static_cast<float>(1.0 / correction1),
+                               static_cast<float>(1.0 / correction2),
+                               eps,
+                               weightDecay,
+                               gradScale};
+    m_pool.parallelFor(N, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        adamwRange(params, grads, m, v, factors, begin, end);
+    });
+}
+
+EncodeStats CpuOps::encodeDeltaFp16(uint16_t* out, const float* start, const float* current,
+                                    int64_t N) {
+    const int chunks = reductionChunks(N);
+    EncodeStats partial[64];
+    m_pool.run(chunks, [&](int chunk) {
+        EncodeStats stats;
+        for (int64_t i = N * chunk / chunks; i < N * (chunk + 1) / chunks; ++i) {
+            const float delta = start[i] - current[i];
+            if (!std::isfinite(delta))
+                ++stats.nonFinite;
+            bool saturated = false;
+            out[i] = floatToHalf(delta, &saturated);
+            if (saturated)
+                ++stats.saturated;
+        }
+        partial[chunk] = stats;
+    });
+    EncodeStats total;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+        total.saturated += partial[chunk].saturated;
+        total.nonFinite += partial[chunk].nonFinite;
+    }
+    return total;
+}
+
+}  // namespace tandem

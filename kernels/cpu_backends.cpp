@@ -1,0 +1,60 @@
+// makeCpuBackend: the CPU backends by name ("cpu" fast, "cpu-reference" plain loops), both a
+// GptBackend over host memory.
+#include "backend.hpp"
+#include "cpu/cpu_ops.hpp"
+#include "cpu_reference/reference_ops.hpp"
+#include "gpt_backend.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace tandem {
+
+namespace {
+
+// Bytes of RAM the kernel says can be allocated without swapping: MemAvailable from
+// /proc/meminfo, else free pages from sysconf.
+int64_t availableHostBytes() {
+    if (std::FILE* file = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        long long kib = -1;
+        while (std::fgets(line, sizeof line, file)) {
+            if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+                break;
+        }
+        std::fclose(file);
+        if (kib >= 0)
+            return static_cast<int64_t>(kib) * 1024;
+    }
+    const long pages = sysconf(_SC_AVPHYS_PAGES);
+    const long pageBytes = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && pageBytes > 0)
+        return static_cast<int64_t>(pages) * pageBytes;
+    return INT64_MAX;  // unknown: let the allocation itself fail
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Backend>> makeCpuBackend(std::string_view name, int threads) {
+    if (name == "cpu") {
+        if (threads < 1) {
+            return makeError("the cpu backend needs at least 1 thread, got " +
+                             std::to_string(threads));
+        }
+        std::unique_ptr<Backend> backend = std::make_unique<GptBackend>(
+            "cpu", std::make_unique<CpuOps>(threads), availableHostBytes);
+        return backend;
+    }
+    if (name == "cpu-reference") {
+        std::unique_ptr<Backend> backend = std::make_unique<GptBackend>(
+            "cpu-reference", std::make_unique<ReferenceOps>(), availableHostBytes);
+        return backend;
+    }
+    return makeError("unknown CPU backend '" + std::string(name) +
+                     "'; expected one of: cpu, cpu-reference");
+}
+
+}  // namespace tandem

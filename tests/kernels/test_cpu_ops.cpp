@@ -1,0 +1,499 @@
+// The fast CPU ops ("cpu") against the CPU reference: every op forward and backward on several
+// shapes (odd channel counts, T = 1, B = 1, NH = 1, sequences longer than one attention block)
+// and thread counts; whole training steps of both backends; determinism; the backend factory.
+//
+// Dimensions: B batch, T sequence, C channels, OC output channels, NH heads, V vocab, N
+// element count, P parameters.
+#include "backend.hpp"
+#include "cpu/cpu_ops.hpp"
+#include "cpu_reference/reference_ops.hpp"
+#include "model.hpp"
+#include "random.hpp"
+
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+using namespace tandem;
+
+namespace {
+
+using Floats = std::vector<float>;
+
+// Normalized error: max |a - ref| / max(1, max |ref|). NaN anywhere counts as infinite.
+double normalizedError(const Floats& a, const Floats& ref) {
+    if (a.size() != ref.size())
+        return std::numeric_limits<double>::infinity();
+    double maxDiff = 0.0, maxRef = 1.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const double diff = std::fabs(double{a[i]} - double{ref[i]});
+        if (std::isnan(diff))
+            return std::numeric_limits<double>::infinity();
+        maxDiff = std::max(maxDiff, diff);
+        maxRef = std::max(maxRef, std::fabs(double{ref[i]}));
+    }
+    return maxDiff / maxRef;
+}
+
+Floats randomFloats(size_t n, uint64_t seed, float scale = 1.0f) {
+    Rng rng(seed);
+    Floats v(n);
+    for (float& x : v)
+        x = (2.0f * rng.uniform() - 1.0f) * scale;
+    return v;
+}
+
+std::vector<int32_t> randomTokens(size_t n, uint64_t seed, int V) {
+    Rng rng(seed);
+    std::vector<int32_t> v(n);
+    for (int32_t& x : v)
+        x = static_cast<int32_t>(rng.below(static_cast<uint64_t>(V)));
+    return v;
+}
+
+// Forward ops: tight. Backward ops sum over more terms in float (the reference in double).
+constexpr double kForwardBound = 1e-5;
+constexpr double kBackwardBound = 2e-5;
+
+#define CHECK_CLOSE(a, ref, bound)                                                                \
+    do {                                                                                          \
+        const double error_ = normalizedError((a), (ref));                                        \
+        QVERIFY2(                                                                                 \
+            error_ < (bound),                                                                     \
+            qPrintable(                                                                           \
+                QStringLiteral("%1: normalized error %2 >= %3").arg(#a).arg(error_).arg(bound))); \
+    } while (0)
+
+struct Shape {
+    int B, T, C, NH;
+};
+
+void addShapeRows() {
+    QTest::addColumn<int>("B");
+    QTest::addColumn<int>("T");
+    QTest::addColumn<int>("C");
+    QTest::addColumn<int>("NH");
+    QTest::addColumn<int>("threads");
+    const struct {
+        const char* name;
+        Shape shape;
+    } shapes[] = {
+        {"B2 T8 C16 NH4", {2, 8, 16, 4}},
+        {"B3 T5 C12 NH3 (C not a multiple of 8)", {3, 5, 12, 3}},
+        {"B1 T1 C7 NH1", {1, 1, 7, 1}},
+        {"B2 T37 C33 NH3 (T over one attention block)", {2, 37, 33, 3}},
+        {"B1 T70 C64 NH2", {1, 70, 64, 2}},
+    };
+    for (const auto& s : shapes) {
+        for (int threads : {1, 2}) {
+            QTest::newRow(qPrintable(QStringLiteral("%1, %2 thread(s)").arg(s.name).arg(threads)))
+                << s.shape.B << s.shape.T << s.shape.C << s.shape.NH << threads;
+        }
+    }
+}
+
+#define FETCH_SHAPE()     \
+    QFETCH(int, B);       \
+    QFETCH(int, T);       \
+    QFETCH(int, C);       \
+    QFETCH(int, NH);      \
+    QFETCH(int, threads); \
+    (void)NH, (void)C;    \
+    CpuOps fast(threads); \
+    ReferenceOps ref;     \
+    const size_t BT = size_t(B) * T
+
+constexpr int kV = 256;
+
+// Runs one training setup on a backend and returns the losses of every step and the final
+// parameters.
+struct TrainingRun {
+    std::vector<float> losses;
+    Floats parameters;
+};
+
+TrainingRun train(const char* backendName, int threads, const ModelConfig& config, int B, int T,
+                  int steps) {
+    TrainingRun run;
+    auto made = makeCpuBackend(backendName, threads);
+    if (!made)
+        qFatal("%s", made.error().message.c_str());
+    Backend& backend = **made;
+    if (auto s = backend.allocate(config, B, T); !s)
+        qFatal("%s", s.error().message.c_str());
+    const ParameterLayout layout(config);
+    Floats parameters(layout.parameterCount());
+    initParameters(layout, parameters, 42);
+    if (auto s = backend.loadParameters(parameters); !s)
+        qFatal("%s", s.error().message.c_str());
+    const AdamWConfig adamw;
+    for (int step = 0; step < steps; ++step) {
+        // A fixed token stream per step: the model can learn it, so losses move.
+        const auto inputs = randomTokens(size_t(B) * T, 1000 + step % 4, 16);
+        auto targets = inputs;
+        std::rotate(targets.begin(), targets.begin() + 1, targets.end());
+        auto loss = backend.forward(inputs, targets, B, T);
+        if (!loss)
+            qFatal("%s", loss.error().message.c_str());
+        run.losses.push_back(*loss);
+        if (auto s = backend.backward(); !s)
+            qFatal("%s", s.error().message.c_str());
+        if (auto s = backend.adamwStep(adamw, 1e-3f); !s)
+            qFatal("%s", s.error().message.c_str());
+    }
+    run.parameters.resize(layout.parameterCount());
+    if (auto s = backend.storeParameters(run.parameters); !s)
+        qFatal("%s", s.error().message.c_str());
+    return run;
+}
+
+}  // namespace
+
+class TestCpuOps : public QObject {
+    Q_OBJECT
+  private slots:
+    void encoder_data() { addShapeRows(); }
+    void encoder() {
+        FETCH_SHAPE();
+        const int maxT = T + 3;
+        const auto inp = randomTokens(BT, 1, kV);
+        const Floats wte = randomFloats(size_t(kV) * C, 2), wpe = randomFloats(size_t(maxT) * C, 3);
+        Floats outFast(BT * C, 9.0f), outRef(BT * C, -9.0f);
+        fast.encoderForward(outFast.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+        ref.encoderForward(outRef.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+        CHECK_CLOSE(outFast, outRef, kForwardBound);
+
+        const Floats dout = randomFloats(BT * C, 4);
+        Floats dwteFast = randomFloats(size_t(kV) * C, 5),
+               dwpeFast = randomFloats(size_t(maxT) * C, 6);
+        Floats dwteRef = dwteFast, dwpeRef = dwpeFast;
+        fast.encoderBackward(dwteFast.data(), dwpeFast.data(), dout.data(), inp.data(), B, T, C);
+        ref.encoderBackward(dwteRef.data(), dwpeRef.data(), dout.data(), inp.data(), B, T, C);
+        CHECK_CLOSE(dwteFast, dwteRef, kBackwardBound);
+        CHECK_CLOSE(dwpeFast, dwpeRef, kBackwardBound);
+    }
+
+    void layernorm_data() { addShapeRows(); }
+    void layernorm() {
+        FETCH_SHAPE();
+        Floats inp = randomFloats(BT * C, 11, 2.0f);
+        for (size_t i = 0; i < inp.size(); ++i)
+            inp[i] += float(i % 5);  // a mean far from 0
+        const Floats weight = randomFloats(C, 12), bias = randomFloats(C, 13);
+        Floats outFast(BT * C), meanFast(BT), rstdFast(BT), outRef(BT * C), meanRef(BT),
+            rstdRef(BT);
+        fast.layernormForward(outFast.data(), meanFast.data(), rstdFast.data(), inp.data(),
+                              weight.data(), bias.data(), B, T, C);
+        ref.layernormForward(outRef.data(), meanRef.data(), rstdRef.data(), inp.data(),
+                             weight.data(), bias.data(), B, T, C);
+        CHECK_CLOSE(outFast, outRef, kForwardBound);
+        CHECK_CLOSE(meanFast, meanRef, kForwardBound);
+        CHECK_CLOSE(rstdFast, rstdRef, kForwardBound);
+
+        const Floats dout = randomFloats(BT * C, 14);
+        Floats dinpFast = randomFloats(BT * C, 15), dweightFast = randomFloats(C, 16),
+               dbiasFast = randomFloats(C, 17);
+        Floats dinpRef = dinpFast, dweightRef = dweightFast, dbiasRef = dbiasFast;
+        fast.layernormBackward(dinpFast.data(), dweightFast.data(), dbiasFast.data(), dout.data(),
+                               inp.data(), weight.data(), meanRef.data(), rstdRef.data(), B, T, C);
+        ref.layernormBackward(dinpRef.data(), dweightRef.data(), dbiasRef.data(), dout.data(),
+                              inp.data(), weight.data(), meanRef.data(), rstdRef.data(), B, T, C);
+        CHECK_CLOSE(dinpFast, dinpRef, kBackwardBound);
+        CHECK_CLOSE(dweightFast, dweightRef, kBackwardBound);
+        CHECK_CLOSE(dbiasFast, dbiasRef, kBackwardBound);
+    }
+
+    void matmul_data() { addShapeRows(); }
+    void matmul() {
+        FETCH_SHAPE();
+        for (int OC : {3 * C, C + 5, 1}) {
+            for (bool withBias : {true, false}) {
+                const Floats inp = randomFloats(BT * C, 21),
+                             weight = randomFloats(size_t(OC) * C, 22);
+                const Floats bias = randomFloats(OC, 23);
+                const float* b = withBias ? bias.data() : nullptr;
+                Floats outFast(BT * OC, 5.0f), outRef(BT * OC, -5.0f);
+                fast.matmulForward(outFast.data(), inp.data(), weight.data(), b, B, T, C, OC);
+                ref.matmulForward(outRef.data(), inp.data(), weight.data(), b, B, T, C, OC);
+                CHECK_CLOSE(outFast, outRef, kForwardBound);
+
+                const Floats dout = randomFloats(BT * OC, 24);
+                Floats dinpFast = randomFloats(BT * C, 25),
+                       dweightFast = randomFloats(size_t(OC) * C, 26),
+                       dbiasFast = randomFloats(OC, 27);
+                Floats dinpRef = dinpFast, dweightRef = dweightFast, dbiasRef = dbiasFast;
+                fast.matmulBackward(dinpFast.data(), dweightFast.data(),
+                                    withBias ? dbiasFast.data() : nullptr, dout.data(), inp.data(),
+                                    weight.data(), B, T, C, OC);
+                ref.matmulBackward(dinpRef.data(), dweightRef.data(),
+                                   withBias ? dbiasRef.data() : nullptr, dout.data(), inp.data(),
+                                   weight.data(), B, T, C, OC);
+                CHECK_CLOSE(dinpFast, dinpRef, kBackwardBound);
+                CHECK_CLOSE(dweightFast, dweightRef, kBackwardBound);
+                CHECK_CLOSE(dbiasFast, dbiasRef, kBackwardBound);
+            }
+        }
+    }
+
+    void attention_data() { addShapeRows(); }
+    void attention() {
+        FETCH_SHAPE();
+        const size_t att = size_t(B) * NH * T * T;
+        const Floats inp = randomFloats(BT * 3 * C, 31, 1.5f);
+        // Garbage in the outputs: every element must be written.
+        Floats outFast(BT * C, 7.0f), preFast(att, 7.0f), attFast(att, 7.0f);
+        Floats outRef(BT * C), preRef(att), attRef(att);
+        fast.attentionForward(outFast.data(), preFast.data(), attFast.data(), inp.data(), B, T, C,
+                              NH);
+        ref.attentionForward(outRef.data(), preRef.data(), attRef.data(), inp.data(), B, T, C, NH);
+        CHECK_CLOSE(outFast, outRef, kForwardBound);
+        CHECK_CLOSE(preFast, preRef, kForwardBound);
+        CHECK_CLOSE(attFast, attRef, kForwardBound);
+
+        const Floats dout = randomFloats(BT * C, 32);
+        Floats dinpFast = randomFloats(BT * 3 * C, 33), dpreFast(att, 3.0f), dattFast(att, 3.0f);
+        Floats dinpRef = dinpFast, dpreRef(att), dattRef(att);
+        fast.attentionBackward(dinpFast.data(), dpreFast.data(), dattFast.data(), dout.data(),
+                               inp.data(), attRef.data(), B, T, C, NH);
+        ref.attentionBackward(dinpRef.data(), dpreRef.data(), dattRef.data(), dout.data(),
+                              inp.data(), attRef.data(), B, T, C, NH);
+        CHECK_CLOSE(dinpFast, dinpRef, kBackwardBound);
+        CHECK_CLOSE(dpreFast, dpreRef, kBackwardBound);
+        CHECK_CLOSE(dattFast, dattRef, kBackwardBound);
+    }
+
+    void gelu_data() { addShapeRows(); }
+    void gelu() {
+        FETCH_SHAPE();
+        const size_t N = BT * 4 * C;
+        Floats inp = randomFloats(N, 41, 6.0f);
+        inp[0] = -30.0f;  // far tails: the exp clamp
+        if (N > 1)
+            inp[1] = 30.0f;
+        Floats outFast(N), outRef(N);
+        fast.geluForward(outFast.data(), inp.data(), int64_t(N));
+        ref.geluForward(outRef.data(), inp.data(), int64_t(N));
+        CHECK_CLOSE(outFast, outRef, kForwardBound);
+
+        const Floats dout = randomFloats(N, 42);
+        Floats dinpFast = randomFloats(N, 43), dinpRef = dinpFast;
+        fast.geluBackward(dinpFast.data(), inp.data(), dout.data(), int64_t(N));
+        ref.geluBackward(dinpRef.data(), inp.data(), dout.data(), int64_t(N));
+        CHECK_CLOSE(dinpFast, dinpRef, kBackwardBound);
+    }
+
+    void residual_data() { addShapeRows(); }
+    void residual() {
+        FETCH_SHAPE();
+        const size_t N = BT * C;
+        const Floats a = randomFloats(N, 51), b = randomFloats(N, 52), dout = randomFloats(N, 53);
+        Floats outFast(N), outRef(N);
+        fast.residualForward(outFast.data(), a.data(), b.data(), int64_t(N));
+        ref.residualForward(outRef.data(), a.data(), b.data(), int64_t(N));
+        QCOMPARE(outFast, outRef);  // one addition: exact
+        Floats d1Fast = randomFloats(N, 54), d2Fast = randomFloats(N, 55);
+        Floats d1Ref = d1Fast, d2Ref = d2Fast;
+        fast.residualBackward(d1Fast.data(), d2Fast.data(), dout.data(), int64_t(N));
+        ref.residualBackward(d1Ref.data(), d2Ref.data(), dout.data(), int64_t(N));
+        QCOMPARE(d1Fast, d1Ref);
+        QCOMPARE(d2Fast, d2Ref);
+    }
+
+    void softmaxCrossEntropy_data() { addShapeRows(); }
+    void softmaxCrossEntropy() {
+        FETCH_SHAPE();
+        const size_t N = BT * kV;
+        Floats logits = randomFloats(N, 61, 8.0f);
+        logits[0] = 60.0f;  // a dominant logit: other probabilities underflow the exp clamp
+        const auto targets = randomTokens(BT, 62, kV);
+        Floats lossFast(BT), probsFast(N), lossRef(BT), probsRef(N);
+        fast.softmaxCrossEntropyForward(lossFast.data(), probsFast.data(), logits.data(),
+                                        targets.data(), B, T, kV);
+        ref.softmaxCrossEntropyForward(lossRef.data(), probsRef.data(), logits.data(),
+                                       targets.data(), B, T, kV);
+        CHECK_CLOSE(probsFast, probsRef, kForwardBound);
+        CHECK_CLOSE(lossFast, lossRef, kForwardBound);
+
+        const Floats dloss = randomFloats(BT, 63);
+        Floats dFast = randomFloats(N, 64), dRef = dFast;
+        fast.crossEntropySoftmaxBackward(dFast.data(), dloss.data(), probsRef.data(),
+                                         targets.data(), B, T, kV);
+        ref.crossEntropySoftmaxBackward(dRef.data(), dloss.data(), probsRef.data(), targets.data(),
+                                        B, T, kV);
+        CHECK_CLOSE(dFast, dRef, kBackwardBound);
+    }
+
+    void nanPropagates() {
+        CpuOps fast(2);
+        const int B = 1, T = 1, V = kV;
+        Floats logits = randomFloats(V, 71);
+        logits[7] = std::numeric_limits<float>::quiet_NaN();
+        const std::vector<int32_t> target{3};
+        Floats loss(1), probs(V);
+        fast.softmaxCrossEntropyForward(loss.data(), probs.data(), logits.data(), target.data(), B,
+                                        T, V);
+        QVERIFY(std::isnan(loss[0]));
+        Floats x{std::numeric_limits<float>::quiet_NaN(), 1.0f}, y(2);
+        fast.geluForward(y.data(), x.data(), 2);
+        QVERIFY(std::isnan(y[0]));
+        QVERIFY(std::isnan(fast.sumSquares(x.data(), 2)));
+    }
+
+    void optimizer_data() {
+        QTest::addColumn<int>("N");
+        QTest::addColumn<int>("threads");
+        for (int N : {1, 37, 100'003, 1'000'000}) {
+            for (int threads : {1, 2})
+                QTest::newRow(qPrintable(QStringLiteral("N=%1, %2 thread(s)").arg(N).arg(threads)))
+                    << N << threads;
+        }
+    }
+    void optimizer() {
+        QFETCH(int, N);
+        QFETCH(int, threads);
+        CpuOps fast(threads);
+        ReferenceOps ref;
+        const Floats grads = randomFloats(N, 81, 0.1f);
+        const double sumFast = fast.sumSquares(grads.data(), N);
+        const double sumRef = ref.sumSquares(grads.data(), N);
+        QVERIFY2(std::fabs(sumFast - sumRef) <= 1e-12 * sumRef,
+                 qPrintable(
+                     QStringLiteral("%1 vs %2").arg(sumFast, 0, 'g', 17).arg(sumRef, 0, 'g', 17)));
+
+        Floats pFast = randomFloats(N, 82), mFast = randomFloats(N, 83, 0.01f),
+               vFast = randomFloats(N, 84, 0.001f);
+        for (float& v : vFast)
+            v = std::fabs(v);
+        Floats pRef = pFast, mRef = mFast, vRef = vFast;
+        for (int64_t t : {1, 2, 7}) {
+            fast.adamwUpdate(pFast.data(), grads.data(), mFast.data(), vFast.data(), N, 1e-3f, 0.9f,
+                             0.95f, 1e-8f, 0.1f, 0.5f, t);
+            ref.adamwUpdate(pRef.data(), grads.data(), mRef.data(), vRef.data(), N, 1e-3f, 0.9f,
+                            0.95f, 1e-8f, 0.1f, 0.5f, t);
+        }
+        CHECK_CLOSE(pFast, pRef, 1e-6);
+        CHECK_CLOSE(mFast, mRef, 1e-6);
+        CHECK_CLOSE(vFast, vRef, 1e-6);
+    }
+
+    void encodeDelta() {
+        const int N = 200'000;
+        Floats start = randomFloats(N, 91, 3.0f), current = randomFloats(N, 92, 3.0f);
+        start[5] = 1e6f;                                    // saturates
+        start[6] = -7e4f;                                   // saturates
+        start[7] = std::numeric_limits<float>::infinity();  // non-finite
+        current[8] = std::numeric_limits<float>::quiet_NaN();
+        start[9] = 6e-8f;  // a subnormal half
+        current[9] = 0.0f;
+        for (int threads : {1, 2}) {
+            CpuOps fast(threads);
+            ReferenceOps ref;
+            std::vector<uint16_t> outFast(N), outRef(N);
+            const EncodeStats sFast =
+                fast.encodeDeltaFp16(outFast.data(), start.data(), current.data(), N);
+            const EncodeStats sRef =
+                ref.encodeDeltaFp16(outRef.data(), start.data(), current.data(), N);
+            QCOMPARE(sFast.saturated, sRef.saturated);
+            QCOMPARE(sFast.nonFinite, sRef.nonFinite);
+            QCOMPARE(sFast.saturated, int64_t{2});
+            QCOMPARE(sFast.nonFinite, int64_t{2});
+            QVERIFY(outFast == outRef);  // same rounding, bit for bit
+        }
+    }
+
+    void fillZero() {
+        CpuOps fast(2);
+        Floats x = randomFloats(1'000'003, 95);
+        fast.fillZero(x.data(), x.size());
+        QVERIFY(std::all_of(x.begin(), x.end(), [](float v) { return v == 0.0f; }));
+    }
+
+    // ---- whole training steps ------------------------------------------------------------
+
+    void trainingMatchesReference_data() {
+        QTest::addColumn<QString>("config");
+        QTest::addColumn<int>("B");
+        QTest::addColumn<int>("T");
+        QTest::addColumn<int>("threads");
+        QTest::newRow("L=2 NH=4 C=32 T=16, 2 threads") << "L=2,NH=4,C=32,T=16" << 4 << 16 << 2;
+        QTest::newRow("L=1 NH=3 C=36 T=40 (odd C, T over a block), 1 thread")
+            << "L=1,NH=3,C=36,T=40" << 2 << 37 << 1;
+        QTest::newRow("L=1 NH=3 C=36 T=40, 2 threads") << "L=1,NH=3,C=36,T=40" << 2 << 37 << 2;
+        QTest::newRow("L=2 NH=1 C=20 T=1 B=1, 2 threads") << "L=2,NH=1,C=20,T=1" << 1 << 1 << 2;
+    }
+    void trainingMatchesReference() {
+        QFETCH(QString, config);
+        QFETCH(int, B);
+        QFETCH(int, T);
+        QFETCH(int, threads);
+        const ModelConfig c = *ModelConfig::parse(config.toStdString());
+        const int steps = 20;
+        const TrainingRun fast = train("cpu", threads, c, B, T, steps);
+        const TrainingRun ref = train("cpu-reference", 1, c, B, T, steps);
+        for (int i = 0; i < steps; ++i) {
+            const double error = std::fabs(fast.losses[i] - ref.losses[i]) / ref.losses[i];
+            QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("step %1: loss %2 vs %3")
+                                                  .arg(i)
+                                                  .arg(fast.losses[i], 0, 'g', 9)
+                                                  .arg(ref.losses[i], 0, 'g', 9)));
+        }
+        QVERIFY2(ref.losses.back() < ref.losses.front() - 0.1f, "the model should learn");
+        CHECK_CLOSE(fast.parameters, ref.parameters, 2e-5);
+    }
+
+    void deterministic_data() {
+        QTest::addColumn<int>("threads");
+        QTest::newRow("1 thread") << 1;
+        QTest::newRow("2 threads") << 2;
+    }
+    void deterministic() {
+        QFETCH(int, threads);
+        const ModelConfig c = *ModelConfig::parse("L=2,NH=4,C=64,T=48");
+        const TrainingRun a = train("cpu", threads, c, 4, 48, 5);
+        const TrainingRun b = train("cpu", threads, c, 4, 48, 5);
+        QVERIFY(std::memcmp(a.losses.data(), b.losses.data(), a.losses.size() * sizeof(float)) ==
+                0);
+        QVERIFY(std::memcmp(a.parameters.data(), b.parameters.data(),
+                            a.parameters.size() * sizeof(float)) == 0);
+    }
+
+    // ---- the factory ---------------------------------------------------------------------
+
+    void factory() {
+        auto fast = makeCpuBackend("cpu", 2);
+        QVERIFY(fast.ok());
+        QCOMPARE((*fast)->name(), std::string("cpu"));
+        auto ref = makeCpuBackend("cpu-reference", 1);
+        QVERIFY(ref.ok());
+        QCOMPARE((*ref)->name(), std::string("cpu-reference"));
+
+        auto unknown = makeCpuBackend("gpu", 1);
+        QVERIFY(!unknown.ok());
+        const QString message = QString::fromStdString(unknown.error().message);
+        QVERIFY2(message.contains("'gpu'") && message.contains("cpu, cpu-reference"),
+                 qPrintable(message));
+
+        auto noThreads = makeCpuBackend("cpu", 0);
+        QVERIFY(!noThreads.ok());
+        QVERIFY2(QString::fromStdString(noThreads.error().message).contains("at least 1 thread"),
+                 noThreads.error().message.c_str());
+    }
+
+    void refusesWhatDoesNotFitInMemory() {
+        auto backend = makeCpuBackend("cpu", 1);
+        QVERIFY(backend.ok());
+        const ModelConfig c = *ModelConfig::parse("medium");
+        const Status s = (*backend)->canRun(c, 1'000'000, 256);  // petabytes of activations
+        QVERIFY(!s.ok());
+        QVERIFY2(QString::fromStdString(s.error().message).contains("is available"),
+                 s.error().message.c_str());
+        QVERIFY((*backend)->canRun(*ModelConfig::parse("tiny"), 8, 64).ok());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCpuOps)
+#include "test_cpu_ops.moc"
