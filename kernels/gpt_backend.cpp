@@ -1,6 +1,8 @@
 #include "gpt_backend.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace tandem {
