@@ -235,6 +235,14 @@ Status saveCheckpoint(const std::filesystem::path& path, const Checkpoint& check
                          std::to_string(checkpoint.parameters.size()) + " parameters, expected " +
                          std::to_string(expected) + " for " + checkpoint.config.describe());
     }
+    const auto& optimizer = checkpoint.optimizer;
+    if (optimizer && (static_cast<int64_t>(optimizer->m.size()) != expected ||
+                      static_cast<int64_t>(optimizer->v.size()) != expected)) {
+        return makeError("cannot save checkpoint '" + path.string() + "': AdamW moments hold " +
+                         std::to_string(optimizer->m.size()) + " and " +
+                         std::to_string(optimizer->v.size()) + " values, expected " +
+                         std::to_string(expected) + " each");
+    }
     return writeFileAtomically(path, serializeCheckpoint(checkpoint));
 }
 

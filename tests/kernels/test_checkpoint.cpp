@@ -229,6 +229,12 @@ class TestCheckpoint : public QObject {
         QVERIFY(!s.ok());
         QVERIFY2(QString::fromStdString(s.error().message).contains("parameters, expected"),
                  s.error().message.c_str());
+        Checkpoint withMoments = makeCheckpoint(true);
+        withMoments.optimizer->v.pop_back();
+        const Status m = saveCheckpoint(fs::path(dir.path().toStdString()) / "y.ckpt", withMoments);
+        QVERIFY(!m.ok());
+        QVERIFY2(QString::fromStdString(m.error().message).contains("AdamW moments hold"),
+                 m.error().message.c_str());
     }
 
     void atomicWriteReplacesAndLeavesNoTemporary() {
