@@ -124,6 +124,10 @@ Status GptBackend::allocate(const ModelConfig& config, int B, int T) {
                          config.describe() + " at batch " + std::to_string(B) + " x " +
                          std::to_string(T));
     }
+    if (auto s = m_ops->error(); !s) {
+        releaseAll();
+        return s;
+    }
     m_layout.emplace(config);
     m_maxB = B;
     m_maxT = T;
@@ -150,21 +154,21 @@ Status GptBackend::loadParameters(std::span<const float> parameters) {
     if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s) return s;
     m_ops->copyIn(m_params, parameters.data(), parameters.size());
     m_haveForward = false;  // the activations belong to the old weights
-    return {};
+    return m_ops->error();
 }
 
 Status GptBackend::storeParameters(std::span<float> parameters) const {
     if (auto s = requireAllocated("storeParameters"); !s) return s;
     if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s) return s;
     m_ops->copyOut(parameters.data(), m_params, parameters.size());
-    return {};
+    return m_ops->error();
 }
 
 Status GptBackend::storeGradients(std::span<float> gradients) const {
     if (auto s = requireAllocated("storeGradients"); !s) return s;
     if (auto s = checkSize("gradients", gradients.size(), m_layout->parameterCount()); !s) return s;
     m_ops->copyOut(gradients.data(), m_grads, gradients.size());
-    return {};
+    return m_ops->error();
 }
 
 Status GptBackend::loadOptimizerState(const OptimizerState& state) {
@@ -176,7 +180,7 @@ Status GptBackend::loadOptimizerState(const OptimizerState& state) {
     m_ops->copyIn(m_m, state.m.data(), state.m.size());
     m_ops->copyIn(m_v, state.v.data(), state.v.size());
     m_step = state.step;
-    return {};
+    return m_ops->error();
 }
 
 Expected<OptimizerState> GptBackend::storeOptimizerState() const {
@@ -187,6 +191,7 @@ Expected<OptimizerState> GptBackend::storeOptimizerState() const {
     state.v.resize(P);
     m_ops->copyOut(state.m.data(), m_m, P);
     m_ops->copyOut(state.v.data(), m_v, P);
+    if (auto s = m_ops->error(); !s) return s.error();
     state.step = m_step;
     return state;
 }
@@ -249,6 +254,7 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
                                    m_targets, b, t, V);
 
     ops.copyOut(m_hostLosses.data(), a + m_plan.losses, n);
+    if (auto s = ops.error(); !s) return s.error();
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += m_hostLosses[i];
     m_b = b;
@@ -310,12 +316,13 @@ Status GptBackend::backward() {
                               p + o.ln1Weight, a + L.ln1Mean, a + L.ln1Rstd, b, t, C);
     }
     ops.encoderBackward(dw + lay.wte(), dw + lay.wpe(), g + m_plan.encoded, m_inputs, b, t, C);
-    return {};
+    return ops.error();
 }
 
 Expected<StepStats> GptBackend::adamwStep(const AdamWConfig& config, float lr) {
     if (auto s = requireAllocated("adamwStep"); !s) return s.error();
     const double norm = std::sqrt(m_ops->sumSquares(m_grads, m_layout->parameterCount()));
+    if (auto s = m_ops->error(); !s) return s.error();
     if (!std::isfinite(norm)) {
         return makeError("the gradient is not finite (NaN or Inf); the update was not applied");
     }
@@ -327,6 +334,7 @@ Expected<StepStats> GptBackend::adamwStep(const AdamWConfig& config, float lr) {
                            m_v + t.offset, t.size, lr, config.beta1, config.beta2, config.eps,
                            t.decays ? config.weightDecay : 0.0f, scale, m_step);
     }
+    if (auto s = m_ops->error(); !s) return s.error();
     return StepStats{static_cast<float>(norm), lr};
 }
 
@@ -342,6 +350,7 @@ Expected<EncodeStats> GptBackend::encodePseudoGradient(std::span<const float> st
     const EncodeStats stats = m_ops->encodeDeltaFp16(out.data(), m_grads, m_params, P);
     // Leave no start weights behind for storeGradients or adamwStep to take for gradients.
     m_ops->fillZero(m_grads, P);
+    if (auto s = m_ops->error(); !s) return s.error();
     if (stats.nonFinite > 0) {
         return makeError("the pseudo-gradient has " + std::to_string(stats.nonFinite) +
                          " values that are NaN or Inf; the result must not be sent");

@@ -11,6 +11,8 @@
 // write (dinp, dweight, dbias), so gradients of shared tensors accumulate. The caller zeroes.
 #pragma once
 
+#include "expected.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -27,6 +29,10 @@ class Ops {
 public:
     virtual ~Ops() = default;
     virtual std::string name() const = 0;
+    // The first failure of the op set (e.g. a CUDA error, with file, line and message); the ops
+    // return void, so GptBackend asks after each call that reaches the device. Once set, it stays
+    // set and later results are not to be used. Op sets that cannot fail keep this default.
+    virtual Status error() const { return {}; }
 
     // ---- memory -------------------------------------------------------------------------
     // Zero-filled buffers; nullptr when the memory is not available.
