@@ -5,10 +5,12 @@
 // tensor sits at (b*T + t)*C + c.
 //
 // How the work is split:
-// - Matrix products: OpenBLAS runs single-threaded inside each pool task, on a static range of
-//   output rows. One set of threads (the pool's) does all the work; letting OpenBLAS start its
-//   own threads as well would put two spinning thread teams on the same cores, and its threads
-//   would sit idle (or spin) during every non-BLAS op.
+// - Matrix products: OpenBLAS runs single-threaded inside each pool task, on a fixed block of
+//   output rows whose size depends on the shape only; the pool hands blocks to whichever thread
+//   is free, which keeps both cores busy when one is slowed by other work. One set of threads (the
+//   pool's) does all the work; letting OpenBLAS start its own threads as well would put two
+//   spinning thread teams on the same cores, and its threads would sit idle (or spin) during every
+//   non-BLAS op.
 // - Row-wise ops (layernorm, softmax, encoder forward) split rows; element-wise ops split N.
 // - Reductions over rows (layernorm dweight/dbias, matmul dbias, encoder backward) split
 //   columns, and each column sums its rows in order, so no partial sums need combining and the
@@ -377,6 +379,14 @@ TANDEM_HOT void adamwRange(float* params, const float* grads, float* m, float* v
 
 // A fixed number of chunks for whole-buffer reductions, so the order of the partial sums
 // depends on N only, never on the thread count.
+// Rows (or output channels) per matrix-product task: about an eighth of count, a multiple of 16,
+// at most maxRows. It depends on the shape only, so the split, and with it every result, is the
+// same for any thread count; the pool hands the blocks out as threads come free.
+int64_t matmulBlock(int64_t count, int64_t maxRows) {
+    const int64_t eighth = (count + 7) / 8;
+    return std::clamp<int64_t>((eighth + 15) / 16 * 16, 16, maxRows);
+}
+
 int reductionChunks(int64_t N) {
     return static_cast<int>(std::clamp<int64_t>(N / kMinElementsPerTask, 1, 64));
 }
@@ -440,46 +450,52 @@ void CpuOps::layernormBackward(float* dinp, float* dweight, float* dbias, const 
 void CpuOps::matmulForward(float* out, const float* inp, const float* weight, const float* bias,
                            int B, int T, int C, int OC) {
     const int64_t BT = int64_t{B} * T;
-    m_pool.parallelFor(BT, 16, [&](int64_t begin, int64_t end) {
+    const int64_t rows = matmulBlock(BT, 128);
+    const int tasks = static_cast<int>((BT + rows - 1) / rows);
+    m_pool.run(tasks, [&](int task) {
+        const int64_t begin = task * rows, count = std::min(rows, BT - begin);
         float* o = out + begin * OC;
-        const int rows = static_cast<int>(end - begin);
         float beta = 0.0f;
         if (bias) {
-            for (int r = 0; r < rows; ++r)
-                std::memcpy(o + int64_t{r} * OC, bias, sizeof(float) * OC);
+            for (int64_t r = 0; r < count; ++r)
+                std::memcpy(o + r * OC, bias, sizeof(float) * OC);
             beta = 1.0f;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + begin * C, C,
-                    weight, C, beta, o, OC);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(count), OC, C, 1.0f,
+                    inp + begin * C, C, weight, C, beta, o, OC);
     });
 }
 
 void CpuOps::matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                             const float* inp, const float* weight, int B, int T, int C, int OC) {
     const int64_t BT = int64_t{B} * T;
-    const int n = m_pool.threads();
-    // Tasks [0, n): rows of dinp += dout . weight. Tasks [n, 2n): output channels of
-    // dweight += dout^T . inp and of dbias.
-    m_pool.run(2 * n, [&](int task) {
-        if (task < n) {
-            const int64_t begin = BT * task / n, end = BT * (task + 1) / n;
-            if (end > begin) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                            static_cast<int>(end - begin), C, OC, 1.0f, dout + begin * OC, OC,
-                            weight, C, 1.0f, dinp + begin * C, C);
-            }
-        } else {
-            const int piece = task - n;
-            const int o0 = static_cast<int>(int64_t{OC} * piece / n);
-            const int o1 = static_cast<int>(int64_t{OC} * (piece + 1) / n);
-            if (o1 > o0) {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C,
-                            static_cast<int>(BT), 1.0f, dout + o0, OC, inp, C, 1.0f,
-                            dweight + int64_t{o0} * C, C);
-                if (dbias)
-                    biasBackwardColumns(dbias, dout, BT, OC, o0, o1);
-            }
+    const int64_t rows = matmulBlock(BT, 128);
+    const int rowTasks = static_cast<int>((BT + rows - 1) / rows);
+    // dweight blocks of at least 64 output channels: each product packs all of inp again.
+    const int64_t channels = std::max<int64_t>(std::min<int64_t>(64, OC), matmulBlock(OC, 128));
+    const int channelTasks = static_cast<int>((OC + channels - 1) / channels);
+    // Interleaved so that both kinds of work are in flight from the start.
+    const int pairs = std::min(rowTasks, channelTasks);
+    m_pool.run(rowTasks + channelTasks, [&](int task) {
+        int rowIndex = -1, channelIndex = -1;
+        if (task < 2 * pairs)
+            (task % 2 == 0 ? rowIndex : channelIndex) = task / 2;
+        else
+            (rowTasks > pairs ? rowIndex : channelIndex) = pairs + task - 2 * pairs;
+        if (rowIndex >= 0) {
+            // rows of dinp += dout . weight
+            const int64_t begin = rowIndex * rows, count = std::min(rows, BT - begin);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(count), C, OC,
+                        1.0f, dout + begin * OC, OC, weight, C, 1.0f, dinp + begin * C, C);
+            return;
         }
+        // output channels of dweight += dout^T . inp and of dbias
+        const int o0 = static_cast<int>(channelIndex * channels);
+        const int o1 = static_cast<int>(std::min<int64_t>(OC, o0 + channels));
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C, static_cast<int>(BT), 1.0f,
+                    dout + o0, OC, inp, C, 1.0f, dweight + int64_t{o0} * C, C);
+        if (dbias)
+            biasBackwardColumns(dbias, dout, BT, OC, o0, o1);
     });
 }
 

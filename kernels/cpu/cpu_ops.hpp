@@ -6,9 +6,9 @@
 // size, V vocab, N element count. Tensors are row-major, in host memory.
 //
 // Determinism: every loop is split statically and every reduction runs in a fixed order, so
-// the same inputs and thread count give bit-identical results. The loops of this file do not
-// even depend on the thread count (reductions are split by columns or by a fixed chunk count);
-// only OpenBLAS's blocking of a row range could.
+// the same inputs give bit-identical results run after run. The split does not even depend on
+// the thread count (products are cut into blocks sized by the shape, reductions are split by
+// columns or into a fixed number of chunks), so 1 and 2 threads give the same bits too.
 //
 // Conventions as in ops.hpp and the reference: forward ops overwrite, backward ops add into
 // dinp/dweight/dbias; the attention scratch dpreatt and datt are overwritten, and above the
