@@ -89,11 +89,9 @@ inline float maxRow(const float* x, int n) {
     return m;
 }
 
-// exp(x) within 2 ulp, branch-free so loops calling it vectorise (Cephes expf polynomial).
-// Inputs are clamped to [-87, 88] (results stay normal); NaN stays NaN.
-inline float expFast(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
+// exp(x) for x in [-87, 88] within 2 ulp (Cephes expf polynomial), branch-free so that loops
+// calling it vectorise.
+inline float expInRange(float x) {
     constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
     const float shifted = x * 1.44269504088896341f + kMagic;
     const float n = shifted - kMagic;
@@ -108,6 +106,13 @@ inline float expFast(float x) {
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + r + 1.0f;
     return p * std::bit_cast<float>((exponent + 127) << 23);
+}
+
+// exp(x) with x clamped to [-87, 88] (results stay normal); NaN stays NaN.
+inline float expFast(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    return expInRange(x);
 }
 
 // GELU with the tanh approximation, through 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + e^-2u),
@@ -279,7 +284,8 @@ TANDEM_HOT void geluRange(float* out, const float* inp, int64_t begin, int64_t e
     for (int64_t i = begin; i < end; ++i) {
         const float x = inp[i];
         const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-        out[i] = x / (1.0f + expFast(-2.0f * u));
+        // x * (1 / ...), not x / (...): with the clamp in expFast the compiler would divide twice.
+        out[i] = x * (1.0f / (1.0f + expFast(-2.0f * u)));
     }
 }
 
