@@ -2,6 +2,7 @@
 #include "cuda_backend.hpp"
 
 #include "cuda_ops_internal.hpp"
+#include "devices.hpp"
 #include "gpt_backend.hpp"
 
 #include <string>
@@ -20,6 +21,18 @@ Expected<std::unique_ptr<Ops>> makeCudaOps(int device) {
     if (device < 0)
         return makeError("CUDA device index must be >= 0, got " + std::to_string(device));
 #if TANDEM_HAVE_CUDA
+    // Say why in words ("no NVIDIA driver found") rather than with a CUDA error code.
+    const GpuInventory gpus = detectGpus();
+    if (!gpus.usable())
+        return makeError(gpus.unavailableReason);
+    if (device >= static_cast<int>(gpus.devices.size())) {
+        return makeError("there is no CUDA device " + std::to_string(device) + "; found " +
+                         std::to_string(gpus.devices.size()));
+    }
+    if (!gpus.devices[device].supported) {
+        return makeError(gpus.devices[device].name + " (CUDA device " + std::to_string(device) +
+                         ") is too old for Tandem: compute capability 7.5 or newer is needed");
+    }
     return cuda_device::createCudaOps(device);
 #else
     return makeError("this build of Tandem has no CUDA backend (it was built without nvcc)");

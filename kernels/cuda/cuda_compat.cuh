@@ -27,7 +27,9 @@ void launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t
 #if TANDEM_CUDA_EMULATION
     ::tandem::emu::launch(grid, block, stream, [&] { kernel(static_cast<Params>(args)...); });
 #else
-    kernel<<<grid, block, 0, stream> > >(static_cast<Params>(args)...);
+    // clang-format off
+    kernel<<<grid, block, 0, stream>>>(static_cast<Params>(args)...);
+    // clang-format on
 #endif
 }
 

@@ -803,7 +803,7 @@ Expected<std::unique_ptr<Ops>> createCudaOps(int device) {
     if (auto s = ops->init(); !s)
         return s.error();
     std::unique_ptr<Ops> result = std::move(ops);
-    return result;
+    return Expected<std::unique_ptr<Ops>>(std::move(result));
 }
 
 int64_t availableDeviceBytes(int device) {
