@@ -1,0 +1,157 @@
+// The coordinator's core, independent of HTTP: clients, the run and its rounds (DESIGN.md §3),
+// work units, streaming validation and aggregation of uploads, the outer step, validation loss
+// and persistence. The HTTPS layer (server.hpp) maps requests onto these calls.
+//
+// Dimensions: P parameters.
+#pragma once
+
+#include "crypto.hpp"
+#include "expected.hpp"
+#include "model.hpp"
+#include "outer.hpp"
+#include "protocol.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace tandem::coord {
+
+struct CoordinatorConfig {
+    std::filesystem::path stateDir;
+    std::vector<std::filesystem::path> corpus;  // needed when the state dir holds no run yet
+    std::string model = "tiny";
+    int innerSteps = 50;    // H for a worker of unknown or ample throughput (the maximum)
+    int minInnerSteps = 0;  // 0: innerSteps / 10, at least 1
+    int batch = 8;
+    int seqLen = 0;  // 0: the model's maxSeqLen
+    float innerPeakLr = 6e-4f;
+    float innerMinLr = 6e-5f;
+    OuterConfig outer;
+    int quorum = 2;
+    int roundTimeoutSeconds = 600;
+    int maxStaleness = 1;            // results based on version V - s are accepted for s <= this
+    double staleWeightFactor = 0.5;  // weight = tokens * factor^s
+    double maxNormRatio = 10.0;  // refuse a delta whose norm exceeds this times the round median
+    int targetWorkUnitSeconds = 300;  // sizes H from the reported throughput
+    int heartbeatSeconds = 30;
+    int heartbeatTimeoutSeconds = 180;  // no progress for this long: the work unit is reassigned
+    int maxWorkUnitsPerClient = 2;      // one training, one uploading
+    int maxUploadsPerClient = 1;
+    int maxConcurrentUploads = 4;  // each holds a P-float scratch buffer
+    int64_t maxUploadSeconds = 3600;
+    double validationFraction = 0.05;  // tail of the corpus held out
+    int validationBatches = 4;
+    int validationBatch = 8;
+    int threads = 2;  // aggregation, outer step and validation
+    uint64_t seed = 1;
+    bool backgroundThreads = true;   // ticker and validator; tests drive tick() themselves
+    std::function<int64_t()> clock;  // unix seconds; default: the system clock
+};
+
+// A refusal: HTTP status, a stable code and a message a person can act on.
+struct Refusal {
+    int httpStatus = 400;
+    std::string code;
+    std::string message;
+    int retryAfterSeconds = 0;
+};
+
+template <class T>
+class Outcome {
+  public:
+    Outcome(T value) : m_v(std::in_place_index<0>, std::move(value)) {}
+    Outcome(Refusal r) : m_v(std::in_place_index<1>, std::move(r)) {}
+    bool ok() const { return m_v.index() == 0; }
+    T& value() { return std::get<0>(m_v); }
+    const Refusal& refusal() const { return std::get<1>(m_v); }
+
+  private:
+    std::variant<T, Refusal> m_v;
+};
+
+struct WorkOffer {
+    std::optional<net::Manifest> manifest;  // empty: no work now
+    int retryAfterSeconds = 0;
+};
+
+struct ServedFile {
+    std::filesystem::path path;
+    int64_t bytes = 0;
+    net::Sha256Digest sha256{};
+};
+
+using Logger = std::function<void(const std::string&)>;
+
+class Coordinator;
+
+// One streaming upload (PUT /v1/results/{id}). Bytes go to a staging file, a SHA-256 and a
+// private fp32 scratch (decoded with accumulateFp16 chunk by chunk as they arrive); the round
+// sum is touched only in finish(), after every check has passed.
+class UploadSession {
+  public:
+    ~UploadSession();
+    // Feeds the next body bytes. A value means "stop reading and answer this": a refusal, or the
+    // stored receipt when the same result was accepted before (idempotent retry).
+    std::optional<Outcome<std::string>> feed(std::span<const uint8_t> bytes);
+    // complete: the whole body arrived. Returns the signed receipt JSON, or a refusal.
+    Outcome<std::string> finish(bool complete);
+
+  private:
+    friend class Coordinator;
+    struct State;
+    explicit UploadSession(std::unique_ptr<State> state);
+    std::unique_ptr<State> m_s;
+};
+
+class Coordinator {
+  public:
+    // Opens the state directory (creating the run on first start), restores the last committed
+    // state and starts the ticker and validator threads.
+    static Expected<std::unique_ptr<Coordinator>> open(CoordinatorConfig config, Logger log);
+    ~Coordinator();
+
+    Outcome<net::RegisterResponse> registerClient(std::string_view body);
+    // "Bearer <token>" -> client id
+    Outcome<int64_t> authenticate(std::string_view authorization);
+    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body);
+    Outcome<net::ProgressReply> progress(int64_t clientId, int64_t workUnitId,
+                                         std::string_view body);
+    // contentLength < 0: not given. signature: the X-Tandem-Signature header (base64).
+    Outcome<std::unique_ptr<UploadSession>> beginUpload(int64_t clientId, int64_t workUnitId,
+                                                        int64_t contentLength,
+                                                        std::string_view signature);
+    net::RunStatus status();
+    Outcome<ServedFile> weightsFile(int64_t runId, int64_t version);
+    Outcome<ServedFile> dataShard(int64_t runId, int64_t shard);
+
+    // Abandons work units without heartbeats, closes the round at its deadline.
+    void tick();
+    // Blocks until every queued validation has been recorded.
+    void waitForValidation();
+
+    int64_t runId() const;
+    int64_t currentVersion();
+    const ModelConfig& model() const;
+    int64_t parameterCount() const;
+    net::PublicKey publicKey() const;
+    std::vector<float> weights();   // (P) current version
+    std::vector<float> velocity();  // (P) outer momentum
+    int64_t maxUploadBytes() const;
+
+    struct Impl;
+
+  private:
+    explicit Coordinator(std::unique_ptr<Impl> impl);
+    static void tickImpl(Impl& impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace tandem::coord

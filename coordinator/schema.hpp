@@ -1,0 +1,90 @@
+// The coordinator's SQLite schema, as forward migrations (index i brings version i to i + 1).
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace tandem::coord {
+
+inline constexpr std::array<std::string_view, 1> kMigrations = {
+    // 1: clients, the run, rounds, work units, accepted results and their receipts.
+    R"sql(
+CREATE TABLE clients (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  public_key BLOB NOT NULL,
+  hardware TEXT NOT NULL,
+  token_sha256 BLOB NOT NULL UNIQUE,
+  created_unix INTEGER NOT NULL,
+  last_seen_unix INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  config_json TEXT NOT NULL,
+  version INTEGER NOT NULL,            -- current global weights version = the open round
+  data_cursor INTEGER NOT NULL,        -- next train byte to hand out
+  train_bytes INTEGER NOT NULL,
+  train_sha256 TEXT NOT NULL,
+  created_unix INTEGER NOT NULL
+);
+CREATE TABLE rounds (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  round INTEGER NOT NULL,
+  opened_unix INTEGER NOT NULL,
+  deadline_unix INTEGER NOT NULL,
+  closed_unix INTEGER,
+  contributors INTEGER NOT NULL DEFAULT 0,
+  tokens INTEGER NOT NULL DEFAULT 0,
+  weight_sum REAL NOT NULL DEFAULT 0,
+  assigned_bytes INTEGER NOT NULL DEFAULT 0,  -- train bytes spanned by this round's work units
+  val_loss REAL,
+  PRIMARY KEY (run_id, round)
+);
+CREATE TABLE work_units (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  client_id INTEGER NOT NULL REFERENCES clients(id),
+  base_version INTEGER NOT NULL,
+  shard INTEGER NOT NULL,
+  data_offset INTEGER NOT NULL,
+  data_length INTEGER NOT NULL,
+  inner_steps INTEGER NOT NULL,
+  batch INTEGER NOT NULL,
+  seq_len INTEGER NOT NULL,
+  seed INTEGER NOT NULL,
+  created_unix INTEGER NOT NULL,
+  deadline_unix INTEGER NOT NULL,
+  heartbeat_unix INTEGER NOT NULL,
+  last_step INTEGER NOT NULL DEFAULT 0,
+  last_loss REAL,
+  tokens_per_second REAL NOT NULL DEFAULT 0,
+  state TEXT NOT NULL CHECK (state IN ('assigned', 'accepted', 'abandoned')),
+  abandon_reason TEXT,
+  reassigned INTEGER NOT NULL DEFAULT 0,  -- its data range was handed to another work unit
+  manifest_json TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX work_units_state ON work_units(run_id, state, base_version);
+CREATE INDEX work_units_client ON work_units(client_id, state);
+CREATE TABLE results (
+  work_unit_id INTEGER PRIMARY KEY REFERENCES work_units(id),
+  seq INTEGER NOT NULL UNIQUE,         -- acceptance order: the order of the round sum
+  round INTEGER NOT NULL,
+  weight REAL NOT NULL,
+  tokens INTEGER NOT NULL,
+  steps INTEGER NOT NULL,
+  loss_last REAL NOT NULL,
+  norm REAL NOT NULL,
+  payload_sha256 BLOB NOT NULL,
+  result_sha256 BLOB NOT NULL,
+  signature BLOB NOT NULL,
+  received_unix INTEGER NOT NULL
+);
+CREATE INDEX results_round ON results(round, seq);
+CREATE TABLE receipts (
+  work_unit_id INTEGER PRIMARY KEY REFERENCES results(work_unit_id),
+  json TEXT NOT NULL
+);
+)sql",
+};
+
+}  // namespace tandem::coord

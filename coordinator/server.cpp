@@ -1,0 +1,578 @@
+#include "server.hpp"
+
+#include "tls.hpp"
+
+#include <httplib.h>
+#include <openssl/ssl.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <chrono>
+#include <thread>
+
+namespace tandem::coord {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kDrainLimit = 4 << 20;
+
+void sendJson(httplib::Response& res, int status, const std::string& body) {
+    res.status = status;
+    res.set_content(body, "application/json");
+}
+
+void sendRefusal(httplib::Response& res, const Refusal& r, bool closeConnection = false) {
+    sendJson(res, r.httpStatus, net::ApiError{r.code, r.message}.toJson());
+    if (r.retryAfterSeconds > 0)
+        res.set_header("Retry-After", std::to_string(r.retryAfterSeconds));
+    if (r.httpStatus == 401)
+        res.set_header("WWW-Authenticate", "Bearer");
+    // The body was not read: the connection cannot carry another request.
+    if (closeConnection)
+        res.set_header("Connection", "close");
+}
+
+std::optional<int64_t> pathNumber(const httplib::Request& req, size_t index) {
+    if (req.matches.size() <= index)
+        return std::nullopt;
+    try {
+        return std::stoll(req.matches[static_cast<int>(index)].str());
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+const char* reasonCode(int status) {
+    switch (status) {
+        case 400:
+            return "bad_request";
+        case 401:
+            return "unauthorized";
+        case 403:
+            return "forbidden";
+        case 404:
+            return "not_found";
+        case 405:
+            return "method_not_allowed";
+        case 408:
+            return "timeout";
+        case 411:
+            return "length_required";
+        case 413:
+            return "too_large";
+        case 414:
+            return "uri_too_long";
+        case 416:
+            return "range_not_satisfiable";
+        case 431:
+            return "headers_too_large";
+        default:
+            return status >= 500 ? "internal" : "error";
+    }
+}
+
+// A single "bytes=" range resolved against size: [first, last], or 416, or "ignore the header"
+// (absent, malformed or several ranges: RFC 9110 lets a server answer 200 with everything).
+struct RangeResult {
+    bool use = false;
+    bool unsatisfiable = false;
+    int64_t first = 0, last = 0;
+};
+
+RangeResult parseRange(const std::string& header, int64_t size) {
+    RangeResult r;
+    if (header.rfind("bytes=", 0) != 0)
+        return r;
+    std::string spec = header.substr(6);
+    if (spec.find(',') != std::string::npos)
+        return r;
+    const size_t dash = spec.find('-');
+    if (dash == std::string::npos)
+        return r;
+    auto num = [](const std::string& s, int64_t& out) {
+        if (s.empty() || s.size() > 18)
+            return false;
+        for (char ch : s)
+            if (ch < '0' || ch > '9')
+                return false;
+        out = std::stoll(s);
+        return true;
+    };
+    const std::string a = spec.substr(0, dash), b = spec.substr(dash + 1);
+    int64_t x = 0, y = 0;
+    if (a.empty()) {  // suffix: the last y bytes
+        if (!num(b, y))
+            return r;
+        r.use = true;
+        if (y == 0 || size == 0) {
+            r.unsatisfiable = true;
+            return r;
+        }
+        r.first = std::max<int64_t>(0, size - y);
+        r.last = size - 1;
+        return r;
+    }
+    if (!num(a, x))
+        return r;
+    if (b.empty()) {
+        y = size - 1;
+    } else if (!num(b, y) || y < x) {
+        return r;
+    }
+    r.use = true;
+    if (x >= size) {
+        r.unsatisfiable = true;
+        return r;
+    }
+    r.first = x;
+    r.last = std::min(y, size - 1);
+    return r;
+}
+
+// Serves a file (or a range of it) from an open descriptor, streaming in 1 MiB pieces.
+void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file) {
+    const std::string etag = "\"" + net::toHex(file.sha256) + "\"";
+    res.set_header("ETag", etag);
+    res.set_header("Accept-Ranges", "bytes");
+    if (req.get_header_value("If-None-Match") == etag) {
+        res.status = 304;
+        return;
+    }
+    RangeResult range = parseRange(req.get_header_value("Range"), file.bytes);
+    // httplib would apply the Range again on top of ours: it is handled here.
+    const_cast<httplib::Request&>(req).ranges.clear();
+    if (range.use && !req.get_header_value("If-Range").empty() &&
+        req.get_header_value("If-Range") != etag)
+        range.use = false;
+    if (range.use && range.unsatisfiable) {
+        sendJson(
+            res, 416,
+            net::ApiError{"range_not_satisfiable", "the range '" + req.get_header_value("Range") +
+                                                       "' lies outside the " +
+                                                       std::to_string(file.bytes) + "-byte file"}
+                .toJson());
+        res.set_header("Content-Range", "bytes */" + std::to_string(file.bytes));
+        return;
+    }
+    int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        sendJson(
+            res, 500,
+            net::ApiError{"internal", "cannot open " + file.path.filename().string()}.toJson());
+        return;
+    }
+    auto holder = std::shared_ptr<int>(new int(fd), [](int* p) {
+        ::close(*p);
+        delete p;
+    });
+    int64_t start = 0, length = file.bytes;
+    if (range.use) {
+        start = range.first;
+        length = range.last - range.first + 1;
+        res.status = 206;
+        res.set_header("Content-Range", "bytes " + std::to_string(range.first) + "-" +
+                                            std::to_string(range.last) + "/" +
+                                            std::to_string(file.bytes));
+    } else {
+        res.status = 200;
+    }
+    res.set_content_provider(static_cast<size_t>(length), "application/octet-stream",
+                             [holder, start](size_t offset, size_t len, httplib::DataSink& sink) {
+                                 std::vector<char> buf(std::min<size_t>(len, 1 << 20));
+                                 ssize_t n = ::pread(
+                                     *holder, buf.data(), buf.size(),
+                                     static_cast<off_t>(start + static_cast<int64_t>(offset)));
+                                 if (n <= 0)
+                                     return false;
+                                 return sink.write(buf.data(), static_cast<size_t>(n));
+                             });
+}
+
+}  // namespace
+
+Expected<TlsFiles> ensureTlsIdentity(const fs::path& stateDir, const ServerConfig& config) {
+    TlsFiles out;
+    std::error_code ec;
+    if (!config.certFile.empty() || !config.keyFile.empty()) {
+        if (config.certFile.empty() || config.keyFile.empty())
+            return makeError("give both --tls-cert and --tls-key, or neither");
+        out.cert = config.certFile;
+        out.key = config.keyFile;
+    } else {
+        fs::create_directories(stateDir / "tls", ec);
+        out.cert = stateDir / "tls" / "cert.pem";
+        out.key = stateDir / "tls" / "key.pem";
+        if (!fs::exists(out.cert, ec) || !fs::exists(out.key, ec)) {
+            std::vector<std::string> hosts{"localhost", "127.0.0.1", "::1"};
+            if (!config.host.empty() && config.host != "0.0.0.0" && config.host != "::" &&
+                std::find(hosts.begin(), hosts.end(), config.host) == hosts.end())
+                hosts.push_back(config.host);
+            auto id = net::generateSelfSignedCertificate(hosts);
+            if (!id)
+                return id.error();
+            if (auto st = net::saveTlsIdentity(*id, out.cert, out.key); !st)
+                return st.error();
+            out.generated = true;
+        }
+    }
+    FILE* f = std::fopen(out.cert.c_str(), "rb");
+    if (!f)
+        return makeError("cannot read the certificate " + out.cert.string());
+    std::string pem;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+        pem.append(buf, n);
+    std::fclose(f);
+    auto pin = net::publicKeyPin(pem);
+    if (!pin)
+        return makeError(out.cert.string() + ": " + pin.error().message);
+    out.pin = *pin;
+    fs::create_directories(stateDir / "tls", ec);
+    FILE* p = std::fopen((stateDir / "tls" / "pin.txt").c_str(), "wb");
+    if (p) {
+        std::fprintf(p, "%s\n", out.pin.c_str());
+        std::fclose(p);
+    }
+    return out;
+}
+
+struct Server::Impl {
+    Coordinator& coord;
+    ServerConfig cfg;
+    TlsFiles tls;
+    Logger log;
+    std::unique_ptr<httplib::SSLServer> http;
+    std::thread thread;
+    int port = 0;
+
+    Impl(Coordinator& c, ServerConfig sc, TlsFiles t, Logger l)
+        : coord(c), cfg(std::move(sc)), tls(std::move(t)), log(std::move(l)) {}
+
+    // Authenticates the request; on refusal the response is already written.
+    std::optional<int64_t> auth(const httplib::Request& req, httplib::Response& res,
+                                bool bodyUnread = false) {
+        auto id = coord.authenticate(req.get_header_value("Authorization"));
+        if (!id.ok()) {
+            sendRefusal(res, id.refusal(), bodyUnread);
+            return std::nullopt;
+        }
+        return id.value();
+    }
+
+    void routes();
+};
+
+void Server::Impl::routes() {
+    httplib::SSLServer& s = *http;
+
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        // Bodies of JSON endpoints are buffered by httplib: bound them before they are read.
+        const bool jsonRoute = req.method == "POST" &&
+                               (req.path == "/v1/clients" || req.path.rfind("/v1/work", 0) == 0);
+        const bool speedRoute = req.method == "POST" && req.path == "/v1/speedtest";
+        if (!jsonRoute && !speedRoute)
+            return httplib::Server::HandlerResponse::Unhandled;
+        const int64_t limit = jsonRoute ? cfg.maxJsonBytes : cfg.maxSpeedtestBytes;
+        if (req.has_header("Transfer-Encoding")) {
+            sendRefusal(res,
+                        {411, "length_required",
+                         "send Content-Length; chunked bodies are not accepted here"},
+                        true);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        const int64_t length = req.has_header("Content-Length")
+                                   ? std::atoll(req.get_header_value("Content-Length").c_str())
+                                   : 0;
+        // A body somewhat too large is read and dropped by the handler, so that the client sees
+        // the 413; a huge one is refused unread and the connection closed.
+        if (length > limit && length > kDrainLimit) {
+            sendRefusal(res,
+                        {413, "too_large",
+                         "the body has " + std::to_string(length) +
+                             " bytes; this endpoint accepts at most " + std::to_string(limit)},
+                        true);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+
+    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty() || res.status == 304)
+            return;
+        std::string message = res.status == 404 ? "no endpoint " + req.method + " " + req.path +
+                                                      " (see docs/protocol.md)"
+                                                : "the request was refused by the HTTP layer";
+        sendJson(res, res.status, net::ApiError{reasonCode(res.status), message}.toJson());
+    });
+
+    s.set_exception_handler([this](const httplib::Request&, httplib::Response& res,
+                                   std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        log("error: exception in a handler: " + what);
+        sendJson(res, 500, net::ApiError{"internal", "the coordinator failed: " + what}.toJson());
+    });
+
+    s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+        if (res.status >= 400)
+            log(req.remote_addr + " " + req.method + " " + req.path + " -> " +
+                std::to_string(res.status) + " " + res.body.substr(0, 300));
+    });
+
+    auto jsonTooLarge = [this](const httplib::Request& req, httplib::Response& res) {
+        if (static_cast<int64_t>(req.body.size()) <= cfg.maxJsonBytes)
+            return false;
+        sendRefusal(
+            res, {413, "too_large",
+                  "the body has " + std::to_string(req.body.size()) +
+                      " bytes; this endpoint accepts at most " + std::to_string(cfg.maxJsonBytes)});
+        return true;
+    };
+
+    s.Post("/v1/clients",
+           [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {
+               if (jsonTooLarge(req, res))
+                   return;
+               auto r = coord.registerClient(req.body);
+               if (!r.ok())
+                   return sendRefusal(res, r.refusal());
+               sendJson(res, 200, r.value().toJson());
+           });
+
+    s.Post("/v1/work", [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {
+        if (jsonTooLarge(req, res))
+            return;
+        auto id = auth(req, res);
+        if (!id)
+            return;
+        auto r = coord.requestWork(*id, req.body);
+        if (!r.ok())
+            return sendRefusal(res, r.refusal());
+        if (!r.value().manifest) {
+            res.status = 204;
+            res.set_header("Retry-After", std::to_string(r.value().retryAfterSeconds));
+            return;
+        }
+        sendJson(res, 200, r.value().manifest->toJson());
+    });
+
+    s.Post(R"(/v1/work/(\d+)/progress)",
+           [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {
+               if (jsonTooLarge(req, res))
+                   return;
+               auto id = auth(req, res);
+               if (!id)
+                   return;
+               auto wu = pathNumber(req, 1);
+               if (!wu)
+                   return sendRefusal(res, {404, "unknown_work_unit", "no such work unit"});
+               auto r = coord.progress(*id, *wu, req.body);
+               if (!r.ok())
+                   return sendRefusal(res, r.refusal());
+               sendJson(res, 200, r.value().toJson());
+           });
+
+    s.Put(R"(/v1/results/(\d+))", [this](const httplib::Request& req, httplib::Response& res,
+                                         const httplib::ContentReader& reader) {
+        auto id = auth(req, res, true);
+        if (!id)
+            return;
+        auto wu = pathNumber(req, 1);
+        if (!wu)
+            return sendRefusal(res, {404, "unknown_work_unit", "no such work unit"}, true);
+        int64_t length = -1;
+        if (req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+            length = std::atoll(req.get_header_value("Content-Length").c_str());
+        auto session =
+            coord.beginUpload(*id, *wu, length, req.get_header_value("X-Tandem-Signature"));
+        if (!session.ok())
+            return sendRefusal(res, session.refusal(), true);
+        std::optional<Outcome<std::string>> early;
+        const bool complete = reader([&](const char* data, size_t n) {
+            early = session.value()->feed(
+                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data), n));
+            return !early.has_value();
+        });
+        if (early) {
+            res.set_header("Connection", "close");
+            if (early->ok())
+                return sendJson(res, 200, early->value());
+            return sendRefusal(res, early->refusal(), true);
+        }
+        auto out = session.value()->finish(complete);
+        if (!out.ok())
+            return sendRefusal(res, out.refusal(), !complete);
+        sendJson(res, 200, out.value());
+    });
+
+    s.Get(R"(/v1/runs/(\d+)/weights/(\d+))",
+          [this](const httplib::Request& req, httplib::Response& res) {
+              if (!auth(req, res))
+                  return;
+              auto run = pathNumber(req, 1), version = pathNumber(req, 2);
+              if (!run || !version)
+                  return sendRefusal(res, {404, "not_found", "no such file"});
+              auto f = coord.weightsFile(*run, *version);
+              if (!f.ok())
+                  return sendRefusal(res, f.refusal());
+              serveFile(req, res, f.value());
+          });
+
+    s.Get(R"(/v1/runs/(\d+)/data/(\d+))",
+          [this](const httplib::Request& req, httplib::Response& res) {
+              if (!auth(req, res))
+                  return;
+              auto run = pathNumber(req, 1), shard = pathNumber(req, 2);
+              if (!run || !shard)
+                  return sendRefusal(res, {404, "not_found", "no such file"});
+              auto f = coord.dataShard(*run, *shard);
+              if (!f.ok())
+                  return sendRefusal(res, f.refusal());
+              serveFile(req, res, f.value());
+          });
+
+    s.Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
+        sendJson(res, 200, coord.status().toJson());
+    });
+
+    s.Get("/v1/speedtest", [this](const httplib::Request& req, httplib::Response& res) {
+        int64_t bytes = 1 << 20;
+        if (req.has_param("bytes")) {
+            const std::string v = req.get_param_value("bytes");
+            bool digits = !v.empty() && v.size() <= 18 &&
+                          v.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits)
+                return sendRefusal(res,
+                                   {400, "bad_request",
+                                    "bytes must be a non-negative integer, found '" + v + "'"});
+            bytes = std::stoll(v);
+        }
+        if (bytes > cfg.maxSpeedtestBytes)
+            return sendRefusal(res, {400, "bad_request",
+                                     "bytes " + std::to_string(bytes) + " exceeds the limit " +
+                                         std::to_string(cfg.maxSpeedtestBytes)});
+        res.set_header("Cache-Control", "no-store");
+        res.set_content_provider(static_cast<size_t>(bytes), "application/octet-stream",
+                                 [](size_t offset, size_t len, httplib::DataSink& sink) {
+                                     static const std::vector<char> block = [] {
+                                         std::vector<char> b(1 << 16);
+                                         uint32_t x = 2463534242u;
+                                         for (auto& ch : b) {  // xorshift: not compressible
+                                             x ^= x << 13;
+                                             x ^= x >> 17;
+                                             x ^= x << 5;
+                                             ch = static_cast<char>(x);
+                                         }
+                                         return b;
+                                     }();
+                                     (void)offset;
+                                     return sink.write(block.data(), std::min(len, block.size()));
+                                 });
+    });
+
+    s.Post("/v1/speedtest", [this](const httplib::Request&, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+        const auto t0 = std::chrono::steady_clock::now();
+        int64_t total = 0;
+        bool tooLarge = false;
+        const bool ok = reader([&](const char*, size_t n) {
+            total += static_cast<int64_t>(n);
+            tooLarge = total > cfg.maxSpeedtestBytes;
+            return total <= cfg.maxSpeedtestBytes + kDrainLimit;
+        });
+        if (tooLarge)
+            return sendRefusal(res,
+                               {413, "too_large",
+                                "speed test uploads are limited to " +
+                                    std::to_string(cfg.maxSpeedtestBytes) + " bytes"},
+                               !ok);
+        if (!ok)
+            return sendRefusal(res, {400, "truncated", "the body ended early"}, true);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sendJson(res, 200, nlohmann::json{{"bytes", total}, {"seconds", seconds}}.dump());
+    });
+}
+
+Expected<std::unique_ptr<Server>> Server::create(Coordinator& coordinator, ServerConfig config,
+                                                 TlsFiles tls, Logger log) {
+    if (!log)
+        log = [](const std::string&) {};
+    auto impl =
+        std::make_unique<Impl>(coordinator, std::move(config), std::move(tls), std::move(log));
+    const std::string cert = impl->tls.cert.string(), key = impl->tls.key.string();
+    std::string tlsError;
+    impl->http = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
+        SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+        if (SSL_CTX_use_certificate_chain_file(&ctx, cert.c_str()) != 1) {
+            tlsError = "cannot load the certificate " + cert;
+            return false;
+        }
+        if (SSL_CTX_use_PrivateKey_file(&ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(&ctx) != 1) {
+            tlsError =
+                "cannot load the private key " + key + " (or it does not match the certificate)";
+            return false;
+        }
+        return true;
+    });
+    if (!impl->http->is_valid())
+        return makeError(tlsError.empty() ? "the TLS server could not be set up" : tlsError);
+    auto& s = *impl->http;
+    const int threads = std::max(2, impl->cfg.threads);
+    s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    s.set_read_timeout(impl->cfg.readTimeoutSeconds, 0);
+    s.set_write_timeout(impl->cfg.writeTimeoutSeconds, 0);
+    s.set_keep_alive_timeout(impl->cfg.keepAliveSeconds);
+    s.set_keep_alive_max_count(static_cast<size_t>(impl->cfg.keepAliveMaxCount));
+    s.set_payload_max_length(static_cast<size_t>(
+        std::max<int64_t>(
+            {coordinator.maxUploadBytes(), impl->cfg.maxSpeedtestBytes, impl->cfg.maxJsonBytes}) +
+        kDrainLimit));
+    s.set_tcp_nodelay(true);
+    impl->routes();
+    return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+
+Server::~Server() {
+    stop();
+}
+
+Status Server::start() {
+    Impl& s = *m_impl;
+    if (s.cfg.port == 0) {
+        s.port = s.http->bind_to_any_port(s.cfg.host);
+    } else {
+        s.port = s.http->bind_to_port(s.cfg.host, s.cfg.port) ? s.cfg.port : -1;
+    }
+    if (s.port <= 0)
+        return makeError("cannot listen on " + s.cfg.host + ":" + std::to_string(s.cfg.port) +
+                         " (in use, or not an address of this machine?)");
+    s.thread = std::thread([&s] { s.http->listen_after_bind(); });
+    return {};
+}
+
+void Server::stop() {
+    Impl& s = *m_impl;
+    if (s.http)
+        s.http->stop();
+    if (s.thread.joinable())
+        s.thread.join();
+}
+
+int Server::port() const {
+    return m_impl->port;
+}
+
+}  // namespace tandem::coord
