@@ -7,7 +7,9 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 using namespace tandem;
 using namespace tandem::core;
@@ -323,6 +325,33 @@ class TestLedger : public QObject {
         must(b->recordEvent(2, EventLevel::Info, "from b"));
         QCOMPARE(must(a->events({})).size(), size_t{2});
         QCOMPARE(must(b->events({})).size(), size_t{2});
+    }
+
+    // Writers on one shared Ledger from several threads, and a second connection at once.
+    void concurrentWriters() {
+        const auto path = freshPath();
+        auto shared = must(Ledger::open(path));
+        auto other = must(Ledger::open(path));
+        std::atomic<int> failures{0};
+        auto writer = [&](Ledger* l, int64_t base) {
+            for (int64_t i = 0; i < 40; ++i) {
+                if (!l->recordEvent(base + i, EventLevel::Info, "event").ok())
+                    ++failures;
+                if (i % 10 == 0 && !l->totals().ok())
+                    ++failures;
+            }
+        };
+        std::thread a(writer, shared.get(), 0);
+        std::thread b(writer, shared.get(), 1000);
+        std::thread c(writer, other.get(), 2000);
+        a.join();
+        b.join();
+        c.join();
+        QCOMPARE(failures.load(), 0);
+        EventFilter all;
+        all.limit = 1000;
+        QCOMPARE(must(shared->events(all)).size(), size_t{120});
+        QVERIFY(shared->integrityCheck().ok());
     }
 
     // --- integrity ---
