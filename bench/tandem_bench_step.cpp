@@ -3,6 +3,7 @@
 //
 // Dimensions: B batch, T sequence (the config's maxSeqLen), P parameters.
 #include "backend.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "model.hpp"
 #include "random.hpp"
 
@@ -26,7 +27,7 @@ const char* kUsage =
     "the median over --steps timed steps after --warmup untimed ones. Every option except\n"
     "--steps, --warmup, --seed and --json may be repeated; one run per combination.\n"
     "\n"
-    "  --backend NAME   cpu or cpu-reference (default cpu)\n"
+    "  --backend NAME   cpu, cpu-reference, cuda, cuda:N or cuda-emulated (default cpu)\n"
     "  --config NAME    tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)\n"
     "  --batch B        sequences per step (default 8)\n"
     "  --threads N      threads of the cpu backend (default: all hardware threads)\n"
@@ -50,6 +51,7 @@ struct RunResult {
     int batch = 0, threads = 0, steps = 0, warmup = 0;
     double medianMs = 0, minMs = 0, maxMs = 0, tokensPerSecond = 0;
     float firstLoss = 0, lastLoss = 0;
+    double mfu = 0;  // model FLOPs utilisation against the GPU's fp32 peak; 0: no GPU
 };
 
 std::string cpuModel() {
@@ -142,7 +144,7 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     auto config = ModelConfig::parse(configName);
     if (!config)
         return config.error();
-    auto made = makeCpuBackend(backendName, threads);
+    auto made = makeBackendByName(backendName, threads);
     if (!made)
         return made.error();
     Backend& backend = **made;
@@ -197,6 +199,8 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     result.minMs = stepMs.front();
     result.maxMs = stepMs.back();
     result.tokensPerSecond = static_cast<double>(n) / (result.medianMs / 1000.0);
+    if (const double peak = peakFlopsForBackend(backendName); peak > 0)
+        result.mfu = result.tokensPerSecond * trainingFlopsPerToken(*config, T) / peak;
     return result;
 }
 
@@ -227,12 +231,13 @@ bool writeJson(const std::string& path, const std::string& cpu,
                       "\"heads\": %d, \"channels\": %d, \"seqLen\": %d, \"batch\": %d, "
                       "\"threads\": %d, \"steps\": %d, \"warmup\": %d, \"stepMsMedian\": %.3f, "
                       "\"stepMsMin\": %.3f, \"stepMsMax\": %.3f, \"tokensPerSecond\": %.1f, "
-                      "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f}%s\n",
+                      "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f, "
+                      "\"mfu\": %.4f}%s\n",
                       jsonEscape(r.backend).c_str(), jsonEscape(r.configName).c_str(),
                       r.config.layers, r.config.heads, r.config.channels, r.config.maxSeqLen,
                       r.batch, r.threads, r.steps, r.warmup, r.medianMs, r.minMs, r.maxMs,
                       r.tokensPerSecond, static_cast<long long>(r.config.parameterCount()),
-                      r.firstLoss, r.lastLoss, i + 1 < results.size() ? "," : "");
+                      r.firstLoss, r.lastLoss, r.mfu, i + 1 < results.size() ? "," : "");
         file << line;
     }
     file << "  ]\n}\n";
@@ -269,10 +274,15 @@ int main(int argc, char** argv) {
                         return 1;
                     }
                     const RunResult& r = *result;
+                    if (const std::string gpu = describeBackendDevice(backend); !gpu.empty())
+                        std::printf("GPU (%s): %s\n", backend.c_str(), gpu.c_str());
                     const std::string label = r.configName + " (" + r.config.describe() + ")";
-                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %8.0f tok/s\n",
+                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %8.0f tok/s",
                                 r.backend.c_str(), label.c_str(), r.batch, r.config.maxSeqLen,
                                 r.threads, r.medianMs, r.minMs, r.tokensPerSecond);
+                    if (r.mfu > 0)
+                        std::printf("  MFU %.1f%%", 100.0 * r.mfu);
+                    std::printf("\n");
                     std::fflush(stdout);
                     results.push_back(r);
                 }

@@ -5,6 +5,7 @@
 #include "devices.hpp"
 #include "gpt_backend.hpp"
 
+#include <cstdio>
 #include <string>
 
 namespace tandem {
@@ -65,6 +66,70 @@ Expected<std::unique_ptr<Backend>> makeEmulatedCudaBackend() {
         std::make_unique<GptBackend>("cuda-emulated", std::move(ops.value()),
                                      [] { return cuda_emulated::availableDeviceBytes(0); });
     return backend;
+}
+
+namespace {
+
+// "cuda" -> 0, "cuda:3" -> 3; -1 when the name is not a GPU backend.
+int cudaDeviceOf(std::string_view name) {
+    if (name == "cuda")
+        return 0;
+    if (name.substr(0, 5) != "cuda:" || name.size() == 5)
+        return -1;
+    int device = 0;
+    for (char c : name.substr(5)) {
+        if (c < '0' || c > '9' || device > 1000)
+            return -1;
+        device = device * 10 + (c - '0');
+    }
+    return device;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Backend>> makeBackendByName(std::string_view name, int threads) {
+    if (name == "cuda-emulated")
+        return makeEmulatedCudaBackend();
+    if (name.substr(0, 4) == "cuda") {
+        const int device = cudaDeviceOf(name);
+        if (device < 0) {
+            return makeError("unknown backend '" + std::string(name) +
+                             "'; expected cuda, cuda:N or cuda-emulated");
+        }
+        return makeCudaBackend(device);
+    }
+    return makeCpuBackend(name, threads);
+}
+
+double trainingFlopsPerToken(const ModelConfig& config, int T) {
+    const double N = static_cast<double>(config.parameterCount()) -
+                     static_cast<double>(config.maxSeqLen) * config.channels;
+    return 6.0 * N + 12.0 * config.layers * config.channels * T;
+}
+
+double peakFlopsForBackend(std::string_view name) {
+    const int device = cudaDeviceOf(name);
+    if (device < 0)
+        return 0;
+    const GpuInventory gpus = detectGpus();
+    if (device >= static_cast<int>(gpus.devices.size()))
+        return 0;
+    return gpus.devices[device].peakFp32Flops;
+}
+
+std::string describeBackendDevice(std::string_view name) {
+    const int device = cudaDeviceOf(name);
+    if (device < 0)
+        return {};
+    const GpuInventory gpus = detectGpus();
+    if (device >= static_cast<int>(gpus.devices.size()))
+        return gpus.unavailableReason;
+    const GpuDevice& d = gpus.devices[device];
+    char text[256];
+    std::snprintf(text, sizeof text, "%s, %d SMs, compute %d.%d, %.1f TFLOP/s fp32, driver %s",
+                  d.name.c_str(), d.smCount, d.computeMajor, d.computeMinor, d.peakFp32Flops / 1e12,
+                  gpus.driverVersion.c_str());
+    return text;
 }
 
 }  // namespace tandem

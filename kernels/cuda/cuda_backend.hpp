@@ -7,6 +7,8 @@
 #include "ops.hpp"
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 namespace tandem {
 
@@ -23,5 +25,21 @@ Expected<std::unique_ptr<Backend>> makeCudaBackend(int device);
 // memory is limited by tandem::emu::setDeviceMemoryCapacity (4 GiB unless set).
 Expected<std::unique_ptr<Ops>> makeEmulatedCudaOps();
 Expected<std::unique_ptr<Backend>> makeEmulatedCudaBackend();
+
+// Any backend by name: "cpu" and "cpu-reference" (makeCpuBackend with `threads`), "cuda" (GPU 0)
+// or "cuda:N", and "cuda-emulated".
+Expected<std::unique_ptr<Backend>> makeBackendByName(std::string_view name, int threads);
+
+// Model FLOPs of one training step (forward + backward) per token at sequence length T:
+// 6 N, N = parameters without the position embeddings (the tied output layer counts through
+// wte), plus 12 L C T for q.k^T and att.v (the causal mask is not subtracted, as usual).
+double trainingFlopsPerToken(const ModelConfig& config, int T);
+
+// Peak fp32 FLOP/s of the GPU behind a backend name ("cuda", "cuda:N"); 0 when unknown (CPU,
+// emulation, no GPU). The denominator of model FLOPs utilisation.
+double peakFlopsForBackend(std::string_view name);
+// "NVIDIA H100 80GB HBM3, 132 SMs, compute 9.0, 51.2 TFLOP/s fp32" for a CUDA backend name;
+// empty otherwise.
+std::string describeBackendDevice(std::string_view name);
 
 }  // namespace tandem
