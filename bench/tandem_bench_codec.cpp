@@ -180,7 +180,16 @@ int main(int argc, char** argv) {
                 results.push_back(r);
             };
             // Bytes moved: reads and writes each kernel cannot avoid.
-            measure("memcpy (reference)", 8, [&] { std::memcpy(c.data(), a.data(), P * 4); });
+            measure("memcpy (reference)", 8, [&] {
+                auto copy = [&](int64_t begin, int64_t end) {
+                    std::memcpy(c.data() + begin, a.data() + begin, (end - begin) * sizeof(float));
+                };
+                if (p != nullptr) {
+                    p->parallelFor(P, 1 << 16, copy);
+                } else {
+                    copy(0, P);
+                }
+            });
             measure("fp16 encode", 10, [&] {
                 auto stats = encodeDeltaFp16(a, b, half, p);
                 if (!stats)
