@@ -412,6 +412,7 @@ class TestCudaOps : public QObject {
         QCOMPARE(loss.error().message, message);
         QVERIFY(!gpt.backward().ok());
         QVERIFY(!gpt.adamwStep(AdamWConfig{}, 1e-3f).ok());
+        gpt.ops().release(scratch);
         // This backend is spent; the test's own op set is untouched.
         QVERIFY(m_dev->error().ok());
     }
