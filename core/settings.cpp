@@ -555,8 +555,19 @@ Status saveSettings(const std::filesystem::path& file, const Settings& settings)
         return makeError("not saved to " + file.string() + ": " + s.error().message);
     }
     const std::string text = serializeSettings(settings);
-    return writeFileAtomically(
-        file, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    if (Status s = writeFileAtomically(
+            file, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+        !s) {
+        return s;
+    }
+    // The proxy URL may hold a password: owner only (the data directory should be 0700 too).
+    std::error_code ec;
+    std::filesystem::permissions(
+        file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
+    if (ec)
+        return makeError("cannot restrict the permissions of " + file.string() + ": " +
+                         ec.message());
+    return {};
 }
 
 }  // namespace tandem::core

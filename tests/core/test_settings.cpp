@@ -83,6 +83,8 @@ class TestSettings : public QObject {
         Status saved = saveSettings(path, s);
         QVERIFY2(saved.ok(), saved.ok() ? "" : saved.error().message.c_str());
         QVERIFY(!std::filesystem::exists(path.string() + ".tmp"));
+        QCOMPARE(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
         auto loaded = loadSettings(path);
         QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().message.c_str());
         QVERIFY(loaded->settings == s);
