@@ -13,6 +13,7 @@
 
 #include <QTemporaryDir>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,7 @@ class TestCoordinator {
     // model: e.g. "L=1,NH=2,C=16,T=16"
     explicit TestCoordinator(coord::CoordinatorConfig cfg, bool withServer = true)
         : m_cfg(std::move(cfg)) {
+        std::signal(SIGPIPE, SIG_IGN);  // as tandem-coordinator does: a gone peer is an error
         m_cfg.stateDir = std::filesystem::path(m_dir.path().toStdString()) / "state";
         if (m_cfg.corpus.empty()) {
             auto corpus = std::filesystem::path(m_dir.path().toStdString()) / "corpus.txt";

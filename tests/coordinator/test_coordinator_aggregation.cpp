@@ -1,0 +1,238 @@
+// Aggregation and the outer step, end to end through the Coordinator (no HTTP): hand-made fp16
+// deltas with chosen token counts, a stale result with reduced weight, uploads fed in odd-sized
+// pieces, a restart in the middle of a round. The oracle decodes halves with its own code and
+// recomputes DESIGN.md §3 in float (bit-exact comparison) and in double (tolerance).
+//
+// Dimensions: P parameters.
+#include "harness.hpp"
+
+#include "codec.hpp"
+#include "random.hpp"
+
+#include <QtTest>
+
+#include <cmath>
+
+using namespace tandem;
+using namespace tandem::testing;
+
+namespace {
+
+// Independent IEEE half decoder (no code shared with kernels/codec.cpp).
+double decodeHalf(uint16_t h) {
+    const int sign = (h >> 15) & 1, exponent = (h >> 10) & 31, mantissa = h & 1023;
+    double v =
+        exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+    return sign ? -v : v;
+}
+
+// Random halves in about [-scale, scale], from raw bit patterns (finite only).
+std::vector<uint16_t> randomDelta(int64_t P, uint64_t seed, int maxExponent) {
+    Rng rng(seed);
+    std::vector<uint16_t> d(static_cast<size_t>(P));
+    for (auto& h : d) {
+        const uint16_t sign = static_cast<uint16_t>(rng.below(2) << 15);
+        const uint16_t exponent =
+            static_cast<uint16_t>(rng.below(static_cast<uint64_t>(maxExponent)));
+        h = static_cast<uint16_t>(sign | (exponent << 10) | rng.below(1024));
+    }
+    return d;
+}
+
+struct Contribution {
+    std::vector<uint16_t> delta;
+    double weight;
+};
+
+struct Oracle {
+    std::vector<float> thetaF, velF;
+    std::vector<double> thetaD, velD;
+    float lr, mu;
+
+    void round(const std::vector<Contribution>& parts) {
+        const size_t P = thetaF.size();
+        double W = 0;
+        for (auto& c : parts)
+            W += c.weight;
+        std::vector<float> sumF(P, 0.0f);
+        std::vector<double> sumD(P, 0.0);
+        for (auto& c : parts)
+            for (size_t i = 0; i < P; ++i) {
+                const double x = decodeHalf(c.delta[i]);
+                sumF[i] = sumF[i] + static_cast<float>(c.weight) * static_cast<float>(x);
+                sumD[i] += c.weight * x;
+            }
+        const float scale = static_cast<float>(1.0 / W);
+        for (size_t i = 0; i < P; ++i) {
+            const float d = scale * sumF[i];
+            velF[i] = mu * velF[i] + d;
+            thetaF[i] = thetaF[i] - lr * (d + mu * velF[i]);
+            const double dd = sumD[i] / W;
+            velD[i] = double(mu) * velD[i] + dd;
+            thetaD[i] -= double(lr) * (dd + double(mu) * velD[i]);
+        }
+    }
+};
+
+struct Direct {
+    int64_t id = 0;
+    net::SigningKey key = net::SigningKey::generate().value();
+};
+
+Direct registerDirect(coord::Coordinator& c, const std::string& name) {
+    Direct d;
+    auto r = c.registerClient(net::RegisterRequest{name, d.key.publicKey(), "test"}.toJson());
+    auto id = c.authenticate("Bearer " + r.value().token);
+    d.id = id.value();
+    return d;
+}
+
+net::Manifest work(coord::Coordinator& c, const Direct& d) {
+    auto o = c.requestWork(d.id, net::WorkRequest{"cpu", 1 << 30, 0, 1 << 30}.toJson());
+    return *o.value().manifest;
+}
+
+// Feeds the body in pieces of 1..4999 bytes (splitting the header and single halves).
+std::string uploadInPieces(coord::Coordinator& c, const Direct& d, const BuiltResult& r,
+                           uint64_t seed) {
+    auto s = c.beginUpload(d.id, r.header.workUnitId, int64_t(r.body.size()), r.signature);
+    if (!s.ok())
+        return "refused: " + s.refusal().message;
+    Rng rng(seed);
+    size_t pos = 0;
+    while (pos < r.body.size()) {
+        const size_t n = std::min<size_t>(r.body.size() - pos, 1 + rng.below(4999));
+        auto early = s.value()->feed(std::span(r.body).subspan(pos, n));
+        if (early)
+            return early->ok() ? early->value() : "refused: " + early->refusal().message;
+        pos += n;
+    }
+    auto out = s.value()->finish(true);
+    return out.ok() ? out.value() : "refused: " + out.refusal().message;
+}
+
+}  // namespace
+
+class TestCoordinatorAggregation : public QObject {
+    Q_OBJECT
+  private slots:
+    void roundsGiveExactlyTheExpectedWeights() {
+        coord::CoordinatorConfig cfg;
+        cfg.model = "L=1,NH=2,C=16,T=16";
+        cfg.innerSteps = 4;
+        cfg.batch = 2;
+        cfg.quorum = 2;
+        cfg.maxStaleness = 1;
+        cfg.staleWeightFactor = 0.5;
+        cfg.outer = OuterConfig{0.5f, 0.75f};
+        cfg.maxNormRatio = 1e9;
+        cfg.backgroundThreads = false;
+        TestCoordinator t(cfg, /*withServer=*/false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        coord::Coordinator* c = &t.coordinator();
+        const int64_t P = c->parameterCount();
+
+        Oracle oracle{c->weights(), std::vector<float>(size_t(P), 0.0f), {}, {}, 0.5f, 0.75f};
+        oracle.thetaD.assign(oracle.thetaF.begin(), oracle.thetaF.end());
+        oracle.velD.assign(size_t(P), 0.0);
+
+        auto a = registerDirect(*c, "a");
+        auto b = registerDirect(*c, "b");
+        auto cc = registerDirect(*c, "c");
+        auto wuA = work(*c, a), wuB = work(*c, b), wuC = work(*c, cc);
+        const auto dA = randomDelta(P, 1, 18), dB = randomDelta(P, 2, 18),
+                   dC = randomDelta(P, 3, 18);
+
+        auto rA = buildResult(wuA, dA, a.key, 32);
+        auto rB = buildResult(wuB, dB, b.key, 96);
+        auto receiptA = net::Receipt::fromJson(uploadInPieces(*c, a, rA, 11));
+        QVERIFY(receiptA.ok());
+        QCOMPARE(receiptA->weight, 32.0);
+        QCOMPARE(c->currentVersion(), 0);
+        QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, b, rB, 12)).ok());
+        QCOMPARE(c->currentVersion(), 1);  // quorum 2 closed round 0
+        oracle.round({{dA, 32}, {dB, 96}});
+        QCOMPARE(c->weights(), oracle.thetaF);
+        QCOMPARE(c->velocity(), oracle.velF);
+
+        // Round 1: C's result is one version old (weight 128 x 0.5); then a restart mid-round.
+        auto rC = buildResult(wuC, dC, cc.key, 128);
+        auto receiptC = net::Receipt::fromJson(uploadInPieces(*c, cc, rC, 13));
+        QVERIFY(receiptC.ok());
+        QCOMPARE(receiptC->round, 1);
+        QCOMPARE(receiptC->weight, 64.0);
+        t.close();
+        t.open();
+        QVERIFY2(t.ok(), t.error().c_str());
+        c = &t.coordinator();
+        QCOMPARE(c->currentVersion(), 1);
+        QCOMPARE(c->weights(), oracle.thetaF);
+        QCOMPARE(c->velocity(), oracle.velF);
+        // A retry of C after the restart is answered with the same receipt, not counted again.
+        QCOMPARE(net::Receipt::fromJson(uploadInPieces(*c, cc, rC, 14))->weight, 64.0);
+
+        auto wuA2 = work(*c, a);
+        QCOMPARE(wuA2.baseVersion, 1);
+        const auto dA2 = randomDelta(P, 4, 16);
+        auto rA2 = buildResult(wuA2, dA2, a.key, 64);
+        QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, a, rA2, 15)).ok());
+        QCOMPARE(c->currentVersion(), 2);
+        oracle.round({{dC, 64}, {dA2, 64}});
+        QCOMPARE(c->weights(), oracle.thetaF);
+        QCOMPARE(c->velocity(), oracle.velF);
+        const auto w = c->weights();
+        for (int64_t i = 0; i < P; ++i) {
+            const double x = oracle.thetaD[size_t(i)];
+            QVERIFY2(std::abs(w[size_t(i)] - x) <= 1e-6 * (1 + std::abs(x)),
+                     qPrintable(
+                         QString("parameter %1: %2 vs double %3").arg(i).arg(w[size_t(i)]).arg(x)));
+        }
+
+        auto status = c->status();
+        QCOMPARE(status.history.size(), size_t(2));
+        QCOMPARE(status.history[0].contributors, 2);
+        QCOMPARE(status.history[0].tokens, int64_t(128));
+        QCOMPARE(status.history[1].contributors, 2);
+        QCOMPARE(status.history[1].tokens, int64_t(192));
+        QCOMPARE(status.totalTokens, int64_t(320));
+        // The published version-2 file holds the same weights.
+        t.close();
+        t.open();
+        QCOMPARE(t.coordinator().weights(), oracle.thetaF);
+    }
+
+    void refusedUploadLeavesTheSumUntouched() {
+        coord::CoordinatorConfig cfg;
+        cfg.model = "L=1,NH=2,C=16,T=16";
+        cfg.innerSteps = 4;
+        cfg.batch = 2;
+        cfg.quorum = 2;
+        cfg.outer = OuterConfig{0.5f, 0.75f};
+        cfg.maxNormRatio = 1e9;
+        cfg.backgroundThreads = false;
+        TestCoordinator t(cfg, false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        auto& c = t.coordinator();
+        const int64_t P = c.parameterCount();
+        Oracle oracle{c.weights(), std::vector<float>(size_t(P), 0.0f), {}, {}, 0.5f, 0.75f};
+        oracle.thetaD.assign(oracle.thetaF.begin(), oracle.thetaF.end());
+        oracle.velD.assign(size_t(P), 0.0);
+        auto a = registerDirect(c, "a");
+        auto b = registerDirect(c, "b");
+        auto wuA = work(c, a), wuB = work(c, b);
+        const auto dA = randomDelta(P, 5, 18), dB = randomDelta(P, 6, 18);
+        // B first sends a payload that is fully decoded into its scratch, then fails the digest.
+        auto bad = buildResult(wuB, randomDelta(P, 7, 20), b.key, 64);
+        bad.body.back() ^= 0x01;
+        QVERIFY(uploadInPieces(c, b, bad, 1).find("SHA-256") != std::string::npos);
+        QVERIFY(
+            net::Receipt::fromJson(uploadInPieces(c, a, buildResult(wuA, dA, a.key, 64), 2)).ok());
+        QVERIFY(
+            net::Receipt::fromJson(uploadInPieces(c, b, buildResult(wuB, dB, b.key, 64), 3)).ok());
+        oracle.round({{dA, 64}, {dB, 64}});
+        QCOMPARE(c.weights(), oracle.thetaF);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCoordinatorAggregation)
+#include "test_coordinator_aggregation.moc"

@@ -1,0 +1,333 @@
+// Crash consistency: a real tandem-coordinator process is killed with SIGKILL at random moments
+// while clients request work and upload results, then restarted on the same state directory,
+// repeatedly. After every restart the committed state must hold: every receipt a client got is
+// in the database, no result counts twice, round totals match their results. At the end the
+// published weights must equal an independent replay (float, DESIGN.md §3) of the accepted
+// results from the initial weights.
+//
+// Dimensions: P parameters.
+#include "checkpoint.hpp"
+#include "crypto.hpp"
+#include "protocol.hpp"
+#include "random.hpp"
+#include "result_format.hpp"
+
+#include <httplib.h>
+#include <sqlite3.h>
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <thread>
+
+using namespace tandem;
+
+namespace {
+
+double decodeHalf(uint16_t h) {
+    const int sign = (h >> 15) & 1, exponent = (h >> 10) & 31, mantissa = h & 1023;
+    double v =
+        exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+    return sign ? -v : v;
+}
+
+// The delta a work unit uploads, a function of its id only (so the oracle can rebuild it).
+std::vector<uint16_t> deltaFor(int64_t wu, int64_t P) {
+    Rng rng(static_cast<uint64_t>(wu) * 7919 + 1);
+    std::vector<uint16_t> d(static_cast<size_t>(P));
+    for (auto& h : d)
+        h = static_cast<uint16_t>((rng.below(2) << 15) | (rng.below(12) << 10) | rng.below(1024));
+    return d;
+}
+int64_t tokensFor(int64_t wu) {
+    return 32 * (1 + wu % 4);
+}
+
+struct Client {
+    net::SigningKey key = net::SigningKey::generate().value();
+    int64_t id = 0;
+    std::string token;
+    std::vector<net::Manifest> held;
+};
+
+class Sql {
+  public:
+    explicit Sql(const std::string& path) {
+        sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READONLY, nullptr);
+        sqlite3_busy_timeout(m_db, 5000);
+    }
+    ~Sql() { sqlite3_close(m_db); }
+    // Rows of integers/reals/text as strings.
+    std::vector<std::vector<std::string>> query(const std::string& sql) {
+        std::vector<std::vector<std::string>> rows;
+        sqlite3_stmt* st = nullptr;
+        if (sqlite3_prepare_v2(m_db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
+            return rows;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            std::vector<std::string> row;
+            for (int i = 0; i < sqlite3_column_count(st); ++i) {
+                auto* t = sqlite3_column_text(st, i);
+                row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+            }
+            rows.push_back(std::move(row));
+        }
+        sqlite3_finalize(st);
+        return rows;
+    }
+    int64_t integer(const std::string& sql) {
+        auto r = query(sql);
+        return r.empty() || r[0].empty() || r[0][0].empty() ? 0 : std::stoll(r[0][0]);
+    }
+
+  private:
+    sqlite3* m_db = nullptr;
+};
+
+}  // namespace
+
+class TestCoordinatorRestart : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString m_state, m_corpus;
+    QProcess m_proc;
+    int m_port = 0;
+
+    bool start() {
+        m_proc.setProgram(TANDEM_COORDINATOR_BIN);
+        m_proc.setArguments(
+            {"--listen",      "127.0.0.1:0", "--state-dir",     m_state,
+             "--corpus",      m_corpus,      "--model",         "L=1,NH=2,C=16,T=16",
+             "--inner-steps", "4",           "--batch",         "2",
+             "--quorum",      "2",           "--max-staleness", "1",
+             "--threads",     "1",           "--http-threads",  "4"});
+        m_proc.setProcessChannelMode(QProcess::SeparateChannels);
+        m_proc.start();
+        if (!m_proc.waitForStarted(10000))
+            return false;
+        QByteArray out;
+        while (!out.contains("pin ")) {
+            if (!m_proc.waitForReadyRead(30000)) {
+                qWarning("coordinator did not start: %s",
+                         m_proc.readAllStandardError().constData());
+                return false;
+            }
+            out += m_proc.readAllStandardOutput();
+        }
+        const int at = out.indexOf("listening on port ");
+        m_port = out.mid(at + 18, out.indexOf('\n', at) - at - 18).toInt();
+        return m_port > 0;
+    }
+
+    std::unique_ptr<httplib::SSLClient> connect() {
+        auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", m_port);
+        c->set_ca_cert_path((m_state + "/tls/cert.pem").toStdString().c_str());
+        c->enable_server_certificate_verification(true);
+        c->set_connection_timeout(2, 0);
+        c->set_read_timeout(5, 0);
+        return c;
+    }
+
+  private slots:
+    void initTestCase() {
+        std::signal(SIGPIPE, SIG_IGN);  // writes to a killed server must fail, not kill the test
+        m_state = m_dir.path() + "/state";
+        m_corpus = m_dir.path() + "/corpus.txt";
+        std::ofstream out(m_corpus.toStdString());
+        Rng rng(5);
+        const char* words[] = {"alpha ", "beta ", "gamma ", "delta\n"};
+        for (int i = 0; i < 60000; ++i)
+            out << words[rng.below(4)];
+    }
+
+    void killNineRepeatedly() {
+        const int kills = qEnvironmentVariableIntValue("TANDEM_RESTART_KILLS") > 0
+                              ? qEnvironmentVariableIntValue("TANDEM_RESTART_KILLS")
+                              : 6;
+        QVERIFY(start());
+        // The initial weights, for the replay at the end.
+        auto initial = loadCheckpoint((m_state + "/weights/v0.ckpt").toStdString());
+        QVERIFY(initial.ok());
+        const int64_t P = static_cast<int64_t>(initial->parameters.size());
+
+        std::vector<Client> clients(3);
+        for (size_t i = 0; i < clients.size(); ++i) {
+            auto http = connect();
+            auto res = http->Post(
+                "/v1/clients",
+                net::RegisterRequest{"c" + std::to_string(i), clients[i].key.publicKey(), "t"}
+                    .toJson(),
+                "application/json");
+            QVERIFY(res && res->status == 200);
+            auto r = net::RegisterResponse::fromJson(res->body).value();
+            clients[i].id = r.clientId;
+            clients[i].token = r.token;
+        }
+        std::map<int64_t, std::string> receipts;  // work unit -> receipt JSON as received
+        Rng rng(12345);
+        int uploads = 0;
+
+        for (int cycle = 0; cycle <= kills; ++cycle) {
+            const bool last = cycle == kills;
+            std::atomic<bool> dead{false};
+            std::thread killer;
+            if (!last) {
+                const auto delayMs = 20 + rng.below(400);
+                const qint64 pid = m_proc.processId();
+                killer = std::thread([pid, delayMs, &dead] {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+                    ::kill(static_cast<pid_t>(pid), SIGKILL);
+                    dead = true;
+                });
+            }
+            // Work until the process is gone (or, in the last cycle, for a number of steps).
+            for (int step = 0; last ? step < 12 : !dead; ++step) {
+                bool failed = false;
+                for (auto& c : clients) {
+                    auto http = connect();
+                    httplib::Headers auth{{"Authorization", "Bearer " + c.token}};
+                    if (c.held.size() < 2) {
+                        auto res = http->Post("/v1/work", auth,
+                                              net::WorkRequest{"cpu", 1 << 30, 0, 1 << 30}.toJson(),
+                                              "application/json");
+                        if (!res) {
+                            failed = true;
+                            break;
+                        }
+                        if (res->status == 200)
+                            c.held.push_back(net::Manifest::fromJson(res->body).value());
+                    }
+                    if (c.held.empty())
+                        continue;
+                    const net::Manifest m = c.held.front();
+                    net::ResultHeader h;
+                    h.workUnitId = m.workUnitId;
+                    h.tokens = tokensFor(m.workUnitId);
+                    h.steps = m.innerSteps;
+                    auto body = net::buildResult(h, deltaFor(m.workUnitId, P));
+                    h = net::parseResultHeader(body).value();
+                    auth.emplace("X-Tandem-Signature",
+                                 net::toBase64(c.key.sign(net::resultDigest(h))));
+                    auto res = http->Put(("/v1/results/" + std::to_string(m.workUnitId)).c_str(),
+                                         auth, reinterpret_cast<const char*>(body.data()),
+                                         body.size(), "application/octet-stream");
+                    ++uploads;
+                    if (!res) {  // unknown outcome: retried after the restart
+                        failed = true;
+                        break;
+                    }
+                    if (res->status == 200) {
+                        auto it = receipts.find(m.workUnitId);
+                        // A retry of an accepted result returns the very same receipt.
+                        if (it != receipts.end())
+                            QCOMPARE(res->body, it->second);
+                        receipts[m.workUnitId] = res->body;
+                        c.held.erase(c.held.begin());
+                    } else {
+                        auto e = net::ApiError::fromJson(res->body);
+                        QVERIFY2(e.ok(), res->body.c_str());
+                        QVERIFY2(e->code == "stale" || e->code == "work_unit_abandoned",
+                                 res->body.c_str());
+                        c.held.erase(c.held.begin());
+                    }
+                }
+                if (failed && last)
+                    QFAIL("the coordinator stopped answering");
+                if (failed)
+                    break;
+            }
+            if (killer.joinable())
+                killer.join();
+            if (!last) {
+                QVERIFY(m_proc.waitForFinished(10000));
+                QCOMPARE(m_proc.exitStatus(), QProcess::CrashExit);
+                QVERIFY2(start(), "restart after kill -9 failed");
+            }
+
+            // The committed state is consistent after every restart.
+            Sql db((m_state + "/coordinator.db").toStdString());
+            for (auto& [wu, json] : receipts) {
+                auto rows = db.query("SELECT json FROM receipts WHERE work_unit_id = " +
+                                     std::to_string(wu));
+                QVERIFY2(rows.size() == 1,
+                         qPrintable(QString("receipt of work unit %1 lost").arg(wu)));
+                QCOMPARE(rows[0][0], json);
+            }
+            QCOMPARE(db.integer("SELECT COUNT(*) FROM results"),
+                     db.integer("SELECT COUNT(DISTINCT work_unit_id) FROM results"));
+            QCOMPARE(db.integer("SELECT COUNT(*) FROM results"),
+                     db.integer("SELECT COUNT(*) FROM work_units WHERE state = 'accepted'"));
+            QCOMPARE(db.integer("SELECT COALESCE(SUM(tokens), 0) FROM rounds"),
+                     db.integer("SELECT COALESCE(SUM(tokens), 0) FROM results"));
+            QCOMPARE(
+                db.integer("SELECT COUNT(*) FROM rounds r WHERE contributors != (SELECT COUNT(*) "
+                           "FROM results s WHERE s.round = r.round)"),
+                int64_t(0));
+            QCOMPARE(db.integer("SELECT version FROM runs"),
+                     db.integer("SELECT COUNT(*) FROM rounds WHERE closed_unix IS NOT NULL"));
+        }
+        QVERIFY2(receipts.size() >= 4,
+                 qPrintable(QString("only %1 results accepted").arg(receipts.size())));
+
+        // A clean stop on SIGTERM.
+        m_proc.terminate();
+        QVERIFY(m_proc.waitForFinished(20000));
+        QCOMPARE(m_proc.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(m_proc.exitCode(), 0);
+
+        // Replay every closed round from the initial weights.
+        Sql db((m_state + "/coordinator.db").toStdString());
+        const int64_t version = db.integer("SELECT version FROM runs");
+        QVERIFY(version >= 1);
+        std::vector<float> theta = initial->parameters, vel(size_t(P), 0.0f);
+        const float lr = 0.7f, mu = 0.9f;
+        for (int64_t r = 0; r < version; ++r) {
+            auto rows = db.query(
+                "SELECT s.work_unit_id, s.weight, s.tokens, w.base_version FROM results s JOIN "
+                "work_units w ON w.id = s.work_unit_id WHERE s.round = " +
+                std::to_string(r) + " ORDER BY s.seq");
+            QVERIFY(!rows.empty());
+            std::vector<float> sum(size_t(P), 0.0f);
+            double W = 0;
+            for (auto& row : rows) {
+                const int64_t wu = std::stoll(row[0]);
+                const double weight = std::stod(row[1]);
+                const int64_t staleness = r - std::stoll(row[3]);
+                QVERIFY(staleness == 0 || staleness == 1);
+                QCOMPARE(weight, double(tokensFor(wu)) * std::pow(0.5, double(staleness)));
+                QCOMPARE(std::stoll(row[2]), tokensFor(wu));
+                const auto d = deltaFor(wu, P);
+                for (int64_t i = 0; i < P; ++i)
+                    sum[size_t(i)] =
+                        sum[size_t(i)] + float(weight) * float(decodeHalf(d[size_t(i)]));
+                W += weight;
+            }
+            const float scale = float(1.0 / W);
+            for (int64_t i = 0; i < P; ++i) {
+                const float dd = scale * sum[size_t(i)];
+                vel[size_t(i)] = mu * vel[size_t(i)] + dd;
+                theta[size_t(i)] = theta[size_t(i)] - lr * (dd + mu * vel[size_t(i)]);
+            }
+        }
+        auto published = loadCheckpoint(
+            (m_state + "/weights/v" + QString::number(version) + ".ckpt").toStdString());
+        QVERIFY(published.ok());
+        QVERIFY2(published->parameters == theta, "published weights differ from the replay");
+        auto momentum = loadCheckpoint(
+            (m_state + "/momentum/v" + QString::number(version) + ".ckpt").toStdString());
+        QVERIFY(momentum.ok());
+        QVERIFY(momentum->parameters == vel);
+        qInfo("%d kills, %d uploads, %zu accepted, %lld rounds closed", kills, uploads,
+              receipts.size(), static_cast<long long>(version));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCoordinatorRestart)
+#include "test_coordinator_restart.moc"
