@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -50,9 +51,22 @@ struct RunResult {
     ModelConfig config;
     int batch = 0, threads = 0, steps = 0, warmup = 0;
     double medianMs = 0, minMs = 0, maxMs = 0, tokensPerSecond = 0;
+    double cpuMsMedian = 0;  // process CPU time per step: shows when other work took the cores
     float firstLoss = 0, lastLoss = 0;
     double mfu = 0;  // model FLOPs utilisation against the GPU's fp32 peak; 0: no GPU
 };
+
+double processCpuMs() {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) * 1e-6;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
 
 std::string cpuModel() {
     std::ifstream file("/proc/cpuinfo");
@@ -163,12 +177,13 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     std::vector<int32_t> inputs(n), targets(n);
     const AdamWConfig adamw;
     RunResult result;
-    std::vector<double> stepMs;
+    std::vector<double> stepMs, cpuMs;
     for (int step = 0; step < options.warmup + options.steps; ++step) {
         for (size_t i = 0; i < n; ++i) {
             inputs[i] = static_cast<int32_t>(rng.below(256));
             targets[i] = static_cast<int32_t>(rng.below(256));
         }
+        const double cpuStart = processCpuMs();
         const auto start = std::chrono::steady_clock::now();
         auto loss = backend.forward(inputs, targets, B, T);
         if (!loss)
@@ -179,14 +194,16 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
         if (!stats)
             return stats.error();
         const auto end = std::chrono::steady_clock::now();
+        const double cpuEnd = processCpuMs();
         if (step == 0)
             result.firstLoss = *loss;
         result.lastLoss = *loss;
-        if (step >= options.warmup)
+        if (step >= options.warmup) {
             stepMs.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+            cpuMs.push_back(cpuEnd - cpuStart);
+        }
     }
     std::sort(stepMs.begin(), stepMs.end());
-    const size_t count = stepMs.size();
     result.backend = backendName;
     result.configName = configName;
     result.config = *config;
@@ -194,8 +211,8 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     result.threads = backendName == "cpu" ? threads : 1;
     result.steps = options.steps;
     result.warmup = options.warmup;
-    result.medianMs =
-        count % 2 ? stepMs[count / 2] : 0.5 * (stepMs[count / 2 - 1] + stepMs[count / 2]);
+    result.medianMs = median(stepMs);
+    result.cpuMsMedian = median(cpuMs);
     result.minMs = stepMs.front();
     result.maxMs = stepMs.back();
     result.tokensPerSecond = static_cast<double>(n) / (result.medianMs / 1000.0);
@@ -230,14 +247,16 @@ bool writeJson(const std::string& path, const std::string& cpu,
                       "    {\"backend\": \"%s\", \"config\": \"%s\", \"layers\": %d, "
                       "\"heads\": %d, \"channels\": %d, \"seqLen\": %d, \"batch\": %d, "
                       "\"threads\": %d, \"steps\": %d, \"warmup\": %d, \"stepMsMedian\": %.3f, "
-                      "\"stepMsMin\": %.3f, \"stepMsMax\": %.3f, \"tokensPerSecond\": %.1f, "
+                      "\"stepMsMin\": %.3f, \"stepMsMax\": %.3f, \"cpuMsMedian\": %.3f, "
+                      "\"tokensPerSecond\": %.1f, "
                       "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f, "
                       "\"mfu\": %.4f}%s\n",
                       jsonEscape(r.backend).c_str(), jsonEscape(r.configName).c_str(),
                       r.config.layers, r.config.heads, r.config.channels, r.config.maxSeqLen,
                       r.batch, r.threads, r.steps, r.warmup, r.medianMs, r.minMs, r.maxMs,
-                      r.tokensPerSecond, static_cast<long long>(r.config.parameterCount()),
-                      r.firstLoss, r.lastLoss, r.mfu, i + 1 < results.size() ? "," : "");
+                      r.cpuMsMedian, r.tokensPerSecond,
+                      static_cast<long long>(r.config.parameterCount()), r.firstLoss, r.lastLoss,
+                      r.mfu, i + 1 < results.size() ? "," : "");
         file << line;
     }
     file << "  ]\n}\n";
@@ -255,8 +274,11 @@ int main(int argc, char** argv) {
     std::printf("CPU: %s, %u hardware threads\n", cpu.c_str(), std::thread::hardware_concurrency());
     std::printf("median of %d steps after %d warm-up steps; a step is forward + backward + AdamW\n",
                 options.steps, options.warmup);
-    std::printf("%-14s %-36s %4s %5s %8s %11s %10s %12s\n", "backend", "config", "B", "T",
-                "threads", "ms/step", "min ms", "throughput");
+    std::printf(
+        "(cpu ms: process CPU time per step; well below threads x ms/step means other work\n"
+        " had the cores)\n");
+    std::printf("%-14s %-36s %4s %5s %8s %11s %10s %10s %12s\n", "backend", "config", "B", "T",
+                "threads", "ms/step", "min ms", "cpu ms", "throughput");
     std::fflush(stdout);
 
     std::vector<RunResult> results;
@@ -277,9 +299,9 @@ int main(int argc, char** argv) {
                     if (const std::string gpu = describeBackendDevice(backend); !gpu.empty())
                         std::printf("GPU (%s): %s\n", backend.c_str(), gpu.c_str());
                     const std::string label = r.configName + " (" + r.config.describe() + ")";
-                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %8.0f tok/s",
+                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %10.2f %8.0f tok/s",
                                 r.backend.c_str(), label.c_str(), r.batch, r.config.maxSeqLen,
-                                r.threads, r.medianMs, r.minMs, r.tokensPerSecond);
+                                r.threads, r.medianMs, r.minMs, r.cpuMsMedian, r.tokensPerSecond);
                     if (r.mfu > 0)
                         std::printf("  MFU %.1f%%", 100.0 * r.mfu);
                     std::printf("\n");
