@@ -678,6 +678,17 @@ Expected<int64_t> Ledger::recordEvent(int64_t atMs, EventLevel level, const std:
     return static_cast<int64_t>(sqlite3_last_insert_rowid(m_db));
 }
 
+Expected<int64_t> Ledger::pruneSamplesBefore(int64_t beforeMs) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare("DELETE FROM device_samples WHERE at_ms < ?1", "pruning device samples");
+    if (!q)
+        return q.error();
+    q->bind(1, beforeMs);
+    if (Status s = q->run(); !s)
+        return s.error();
+    return static_cast<int64_t>(sqlite3_changes(m_db));
+}
+
 // --- queries ---
 
 namespace {

@@ -219,6 +219,10 @@ class Ledger {
     Expected<int64_t> recordTransfer(const Transfer& transfer);
     Expected<int64_t> recordEvent(int64_t atMs, EventLevel level, const std::string& message);
 
+    // Deletes device samples older than beforeMs (a sample a minute is ~30 MB a year); returns
+    // how many went. Work units, receipts, transfers and events are never pruned.
+    Expected<int64_t> pruneSamplesBefore(int64_t beforeMs);
+
     // --- queries ---
     Expected<std::optional<WorkUnitRecord>> workUnit(const std::string& id);
     Expected<std::vector<WorkUnitTransition>> transitions(const std::string& id);

@@ -685,6 +685,8 @@ class TestLedger : public QObject {
         QCOMPARE(sparse.size(), size_t{4});
         QCOMPARE(sparse[3].atMs, t0 + 150'000);
         QVERIFY(must(l->throughput(t0, t0, 0)).empty());
+        QCOMPARE(must(l->pruneSamplesBefore(t0 + 30'000)), int64_t{2});  // -1 s and 0 s
+        QCOMPARE(must(l->throughput(t0 - 10'000, t0 + 200'000)).size(), size_t{4});
         QVERIFY(!l->throughput(t0, t0 + 1, -5).ok());
     }
 
