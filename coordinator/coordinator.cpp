@@ -896,7 +896,8 @@ std::vector<float> Coordinator::Impl::takeScratch() {
 Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientId,
                                                                  int64_t workUnitId,
                                                                  int64_t contentLength,
-                                                                 std::string_view signature) {
+                                                                 std::string_view signature,
+                                                                 bool dryRun) {
     Impl& c = *m_impl;
     const int64_t expected = maxUploadBytes();
     auto state = std::make_unique<UploadSession::State>();
@@ -967,6 +968,8 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
                           "the coordinator is receiving " + std::to_string(c.uploadsTotal) +
                               " uploads; retry later",
                           15);
+        if (dryRun)
+            return std::unique_ptr<UploadSession>();
         state->c = &c;
         state->clientId = clientId;
         state->wuId = workUnitId;

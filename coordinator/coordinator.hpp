@@ -125,9 +125,12 @@ class Coordinator {
     Outcome<net::ProgressReply> progress(int64_t clientId, int64_t workUnitId,
                                          std::string_view body);
     // contentLength < 0: not given. signature: the X-Tandem-Signature header (base64).
+    // dryRun: only the checks that need no body (for "Expect: 100-continue"); returns nullptr
+    // when they pass and takes no upload slot.
     Outcome<std::unique_ptr<UploadSession>> beginUpload(int64_t clientId, int64_t workUnitId,
                                                         int64_t contentLength,
-                                                        std::string_view signature);
+                                                        std::string_view signature,
+                                                        bool dryRun = false);
     net::RunStatus status();
     Outcome<ServedFile> weightsFile(int64_t runId, int64_t version);
     Outcome<ServedFile> dataShard(int64_t runId, int64_t shard);

@@ -300,6 +300,35 @@ void Server::Impl::routes() {
         return httplib::Server::HandlerResponse::Unhandled;
     });
 
+    // Clients that send "Expect: 100-continue" (libcurl does for large bodies) learn about a
+    // refusal before they send hundreds of megabytes.
+    s.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (req.method != "PUT" || req.path.rfind("/v1/results/", 0) != 0)
+            return 100;
+        auto id = coord.authenticate(req.get_header_value("Authorization"));
+        if (!id.ok()) {
+            sendRefusal(res, id.refusal(), true);
+            return res.status;
+        }
+        int64_t wu = 0;
+        try {
+            wu = std::stoll(req.path.substr(12));
+        } catch (...) {
+            sendRefusal(res, {404, "unknown_work_unit", "no such work unit"}, true);
+            return res.status;
+        }
+        int64_t length = -1;
+        if (req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+            length = std::atoll(req.get_header_value("Content-Length").c_str());
+        auto check = coord.beginUpload(id.value(), wu, length,
+                                       req.get_header_value("X-Tandem-Signature"), true);
+        if (!check.ok()) {
+            sendRefusal(res, check.refusal(), true);
+            return res.status;
+        }
+        return 100;
+    });
+
     s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.status == 304)
             return;

@@ -101,6 +101,40 @@ void sendTruncated(int port, const std::string& token, int64_t wu, const BuiltRe
     SSL_CTX_free(ctx);
 }
 
+// Sends only the request head with "Expect: 100-continue" and returns the status line that comes
+// back before any body byte was sent.
+std::string expectContinue(int port, const std::string& token, int64_t wu, const BuiltResult& r) {
+    std::string line;
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        SSL* ssl = SSL_new(ctx);
+        SSL_set_fd(ssl, fd);
+        if (SSL_connect(ssl) == 1) {
+            std::string head =
+                "PUT /v1/results/" + std::to_string(wu) +
+                " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+                "\r\nX-Tandem-Signature: " + r.signature +
+                "\r\nExpect: 100-continue\r\nContent-Length: " + std::to_string(r.body.size()) +
+                "\r\n\r\n";
+            SSL_write(ssl, head.data(), int(head.size()));
+            char buf[256];
+            int n = SSL_read(ssl, buf, sizeof buf);
+            if (n > 0)
+                line.assign(buf, size_t(n));
+            line = line.substr(0, line.find("\r\n"));
+        }
+        SSL_free(ssl);
+    }
+    ::close(fd);
+    SSL_CTX_free(ctx);
+    return line;
+}
+
 }  // namespace
 
 class TestCoordinatorApi : public QObject {
@@ -444,6 +478,25 @@ class TestCoordinatorApi : public QObject {
         QVERIFY(std::count_if(log.begin(), log.end(), [](const std::string& l) {
                     return contains(l, "accepted into round");
                 }) == 1);
+    }
+
+    void expectContinueRefusesBeforeTheBody() {
+        TestCoordinator t(smallConfig());
+        QVERIFY2(t.ok(), t.error().c_str());
+        auto a = t.registerClient("a");
+        auto b = t.registerClient("b");
+        auto m = requestWork(a);
+        auto good = buildResult(m, smallDelta(t.coordinator().parameterCount()), a.key);
+        QCOMPARE(expectContinue(t.port(), a.token, m.workUnitId, good),
+                 std::string("HTTP/1.1 100 Continue"));
+        QCOMPARE(expectContinue(t.port(), b.token, m.workUnitId, good),
+                 std::string("HTTP/1.1 403 Forbidden"));
+        QCOMPARE(expectContinue(t.port(), "wrong", m.workUnitId, good),
+                 std::string("HTTP/1.1 401 Unauthorized"));
+        QCOMPARE(expectContinue(t.port(), a.token, 424242, good),
+                 std::string("HTTP/1.1 404 Not Found"));
+        // The dry run took no upload slot: the real upload goes through.
+        QCOMPARE(upload(a, m.workUnitId, good)->status, 200);
     }
 
     void outlierNormRefused() {
