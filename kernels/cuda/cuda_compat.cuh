@@ -13,6 +13,8 @@
 #else
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include "cublas_loader.hpp"  // cuBLAS through dlopen: programs start without it
 #define TANDEM_CUDA_NS cuda_device
 #define TANDEM_CUDA_USING_RUNTIME
 #endif

@@ -480,6 +480,10 @@ class CudaOps final : public Ops {
     // The stream, the cuBLAS handle and the fixed scratch buffers; the first failure is returned.
     Status init() {
         m_hostPartials.resize(kSumBlocks);
+#if !TANDEM_CUDA_EMULATION
+        if (!cublas_dl::loadError().empty())
+            return makeError(cublas_dl::loadError());
+#endif
         (void)(TANDEM_CHECK(cudaSetDevice(m_device)) && TANDEM_CHECK(cudaStreamCreate(&m_stream)) &&
                TANDEM_CHECK(cublasCreate(&m_cublas)) &&
                TANDEM_CHECK(cublasSetStream(m_cublas, m_stream)) &&

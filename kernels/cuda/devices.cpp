@@ -7,6 +7,8 @@
 #include <cstring>
 
 #if TANDEM_HAVE_CUDA
+#include "cublas_loader.hpp"
+
 #include <cuda_runtime_api.h>
 #endif
 
@@ -140,6 +142,10 @@ GpuInventory detectGpus() {
             "CUDA driver too old: it supports CUDA " +
             formatCudaVersion(inventory.driverCudaVersion) + ", this build needs CUDA " +
             formatCudaVersion(inventory.runtimeCudaVersion) + "; update the NVIDIA driver";
+        return inventory;
+    }
+    if (!cuda_device::cublas_dl::loadError().empty()) {
+        inventory.unavailableReason = cuda_device::cublas_dl::loadError();
         return inventory;
     }
     int count = 0;
