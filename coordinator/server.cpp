@@ -352,7 +352,9 @@ void Server::Impl::routes() {
     });
 
     s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-        if (res.status >= 400)
+        // An empty method is cpp-httplib reading the unread body of a refused upload as the next
+        // request before it closes the connection: not worth a line.
+        if (res.status >= 400 && !req.method.empty())
             log(req.remote_addr + " " + req.method + " " + req.path + " -> " +
                 std::to_string(res.status) + " " + res.body.substr(0, 300));
     });
