@@ -418,6 +418,60 @@ class TestCudaOps : public QObject {
     }
 
 #if !TANDEM_TEST_ON_DEVICE
+    // The kernels' barriers are complete: the emulated threads of a block may run in any order
+    // and the results stay bit for bit the same (one OS thread, so atomics add in one order).
+    void resultsDoNotDependOnThreadOrder() {
+        const int B = 2, T = 37, C = 72, NH = 3;
+        const size_t n = size_t(B) * T * C, tt = size_t(B) * NH * T * T;
+        auto inp = randomVector(n, 81), weight = randomVector(C, 82), bias = randomVector(C, 83);
+        auto qkv = randomVector(3 * n, 84), dout = randomVector(n, 85);
+        auto run = [&] {
+            std::vector<float> result;
+            float* out = upload(garbage(n));
+            float* mean = upload(garbage(size_t(B) * T));
+            float* rstd = upload(garbage(size_t(B) * T));
+            float* x = upload(inp);
+            float* w = upload(weight);
+            m_dev->layernormForward(out, mean, rstd, x, w, upload(bias), B, T, C);
+            float* dinp = upload(std::vector<float>(n, 0.0f));
+            float* dw = upload(std::vector<float>(C, 0.0f));
+            float* db = upload(std::vector<float>(C, 0.0f));
+            float* dy = upload(dout);
+            m_dev->layernormBackward(dinp, dw, db, dy, x, w, mean, rstd, B, T, C);
+            float* y = upload(garbage(n));
+            float* pre = upload(garbage(tt));
+            float* att = upload(garbage(tt));
+            float* q = upload(qkv);
+            m_dev->attentionForward(y, pre, att, q, B, T, C, NH);
+            float* dq = upload(std::vector<float>(3 * n, 0.0f));
+            m_dev->attentionBackward(dq, upload(garbage(tt)), upload(garbage(tt)), dy, q, att, B, T,
+                                     C, NH);
+            for (auto [p, count] : {std::pair{out, n},
+                                    {dinp, n},
+                                    {dw, size_t(C)},
+                                    {db, size_t(C)},
+                                    {y, n},
+                                    {att, tt},
+                                    { dq,
+                                      3 * n }}) {
+                auto host = download(p, count);
+                result.insert(result.end(), host.begin(), host.end());
+            }
+            result.push_back(static_cast<float>(m_dev->sumSquares(dq, int64_t(3 * n))));
+            return result;
+        };
+        emu::setWorkerThreads(1);
+        const auto forward = run();
+        emu::setSchedule(emu::Schedule::Reverse);
+        const auto reverse = run();
+        emu::setSchedule(emu::Schedule::Shuffled, 99);
+        const auto shuffled = run();
+        emu::setSchedule(emu::Schedule::Forward);
+        emu::setWorkerThreads(2);
+        QVERIFY(std::memcmp(forward.data(), reverse.data(), forward.size() * sizeof(float)) == 0);
+        QVERIFY(std::memcmp(forward.data(), shuffled.data(), forward.size() * sizeof(float)) == 0);
+    }
+
     // canRun refuses a work unit that does not fit, giving both numbers.
     void refusesWorkUnitThatDoesNotFit() {
         const size_t capacity = emu::deviceMemoryCapacity();
