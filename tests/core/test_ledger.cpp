@@ -77,6 +77,13 @@ struct Raw {
     }
 };
 
+std::string readText(const std::string& path) {
+    QFile f(QString::fromStdString(path));
+    if (!f.open(QIODevice::ReadOnly))
+        qFatal("cannot read %s", path.c_str());
+    return f.readAll().toStdString();
+}
+
 QByteArray slurp(const std::filesystem::path& p) {
     QFile f(QString::fromStdString(p.string()));
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray("unreadable");
@@ -268,6 +275,56 @@ class TestLedger : public QObject {
         }
         Raw raw(path);
         QCOMPARE(raw.scalar("SELECT x FROM a"), int64_t{42});
+    }
+
+    // Version 1 as shipped (tests/core/ledger_v1.sql) must match what migration 1 creates:
+    // a shipped migration is never edited.
+    void shippedVersion1IsFrozen() {
+        const auto fromCode = freshPath();
+        { auto l = must(Ledger::open(fromCode, Ledger::migrations().first(1))); }
+        const auto fromFile = freshPath();
+        {
+            Raw raw(fromFile);
+            QVERIFY(raw.exec(readText(TANDEM_SOURCE_DIR "/tests/core/ledger_v1.sql")));
+        }
+        const std::string schemaSql =
+            "SELECT group_concat(type || ' ' || name || ' ' || coalesce(sql, ''), char(10)) "
+            "FROM (SELECT * FROM sqlite_schema ORDER BY type, name)";
+        const std::string a = Raw(fromCode).text(schemaSql);
+        const std::string b = Raw(fromFile).text(schemaSql);
+        QVERIFY(!a.empty());
+        QCOMPARE(a, b);
+    }
+
+    // Each older shipped version, with data, migrates to the current one and keeps its rows.
+    void migratesEveryShippedVersion() {
+        for (int version = 1; version <= Ledger::currentSchemaVersion(); ++version) {
+            const auto path = freshPath();
+            {
+                Raw raw(path);
+                QVERIFY(raw.exec(readText(TANDEM_SOURCE_DIR "/tests/core/ledger_v" +
+                                          std::to_string(version) + ".sql")));
+                QCOMPARE(raw.scalar("PRAGMA user_version"), int64_t{version});
+            }
+            auto l = must(Ledger::open(path));
+            QCOMPARE(must(l->schemaVersion()), Ledger::currentSchemaVersion());
+            const Totals t = must(l->totals());
+            QCOMPARE(t.workUnitsTrained, int64_t{2});
+            QCOMPARE(t.workUnitsAccepted, int64_t{1});
+            QCOMPARE(t.workUnitsPending, int64_t{1});
+            QCOMPARE(t.tokens, int64_t{51200});
+            QCOMPARE(t.gpuSeconds, 120.5);
+            QCOMPARE(t.credit, 1.5);
+            QCOMPARE(t.bytesUp, int64_t{500});
+            QCOMPARE(t.bytesDown, int64_t{1000});
+            QCOMPARE(must(l->transitions("wu-b")).size(), size_t{3});
+            QCOMPARE(must(l->receipt("wu-a"))->body, (std::vector<uint8_t>{'{', '}'}));
+            QCOMPARE(must(l->events({})).size(), size_t{1});
+            QCOMPARE(must(l->throughput(0, 2000)).size(), size_t{1});
+            QVERIFY(l->integrityCheck().ok());
+            // And it keeps working: the next unit goes in.
+            must(l->recordWorkUnit(unit("wu-c", 7000, WorkUnitState::Assigned, 0, 0, "cpu")));
+        }
     }
 
     void refusesBadlyNumberedMigrations() {
