@@ -4,6 +4,8 @@
 
 #include <QtTest>
 
+#include <ctime>
+
 using namespace tandem::core;
 
 namespace {
@@ -78,6 +80,28 @@ class TestRules : public QObject {
         QCOMPARE(fromLocal({2026, 10, 25}, 2 * 60 + 30, kAutumn), int64_t{1792888200000});
         QCOMPARE(formatMinuteOfDay(0), std::string("00:00"));
         QCOMPARE(formatMinuteOfDay(18 * 60 + 5), std::string("18:05"));
+    }
+
+    // The process's zone through localtime_r, with a zone from the tz database.
+    void systemTimeZone() {
+        if (!QFile::exists("/usr/share/zoneinfo/Europe/Berlin"))
+            QSKIP("no tz database here");
+        const QByteArray saved = qgetenv("TZ");
+        qputenv("TZ", "Europe/Berlin");
+        tzset();
+        const SystemTimeZone zone;
+        const int32_t before = zone.utcOffsetSecondsAt(1774745999);
+        const int32_t after = zone.utcOffsetSecondsAt(1774746000);
+        const int64_t midnight = fromLocal({2026, 3, 30}, 0, zone);
+        if (saved.isNull()) {
+            qunsetenv("TZ");
+        } else {
+            qputenv("TZ", saved);
+        }
+        tzset();
+        QCOMPARE(before, 3600);
+        QCOMPARE(after, 7200);
+        QCOMPARE(midnight, int64_t{1774821600000});
     }
 
     // --- rules ---
