@@ -24,6 +24,9 @@ struct Nvml {
     struct Utilization {
         unsigned gpu, memory;
     };
+    struct Memory {
+        unsigned long long total, free, used;
+    };
     void* library = nullptr;
     int (*init)() = nullptr;
     int (*shutdown)() = nullptr;
@@ -35,6 +38,7 @@ struct Nvml {
     int (*temperature)(Device, int, unsigned*) = nullptr;
     int (*power)(Device, unsigned*) = nullptr;
     int (*powerLimit)(Device, unsigned*) = nullptr;
+    int (*memory)(Device, Memory*) = nullptr;
     int (*driverVersion)(char*, unsigned) = nullptr;
 
     bool load() {
@@ -54,6 +58,7 @@ struct Nvml {
         sym(temperature, "nvmlDeviceGetTemperature");
         sym(power, "nvmlDeviceGetPowerUsage");
         sym(powerLimit, "nvmlDeviceGetEnforcedPowerLimit");
+        sym(memory, "nvmlDeviceGetMemoryInfo");
         sym(driverVersion, "nvmlSystemGetDriverVersion");
         if (!required || init() != 0) {
             dlclose(library);
@@ -93,6 +98,12 @@ struct Nvml {
             d.powerW = value / 1000.0;
         if (powerLimit && powerLimit(handle, &value) == 0)
             d.powerLimitW = value / 1000.0;
+        Memory m{};
+        if (memory && memory(handle, &m) == 0) {
+            d.freeMemoryBytes = static_cast<int64_t>(m.free);
+            if (d.totalMemoryBytes == 0)
+                d.totalMemoryBytes = static_cast<int64_t>(m.total);
+        }
     }
 };
 
@@ -171,12 +182,8 @@ GpuInventory detectGpus() {
         char bus[32] = {};
         if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess)
             d.pciBusId = bus;
-        if (cudaSetDevice(i) == cudaSuccess) {
-            size_t freeBytes = 0, totalBytes = 0;
-            if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess) {
-                d.freeMemoryBytes = static_cast<int64_t>(freeBytes);
-            }
-        }
+        // Free memory comes from NVML: cudaMemGetInfo would create a CUDA context (hundreds of
+        // MiB) on every GPU of the machine just to list them.
         (void)cudaGetLastError();
         d.peakFp32Flops =
             2.0 * d.smCount * fp32LanesPerSm(d.computeMajor, d.computeMinor) * d.clockKhz * 1e3;

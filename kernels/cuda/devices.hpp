@@ -16,7 +16,7 @@ struct GpuDevice {
     std::string name;
     std::string pciBusId;  // "0000:01:00.0"
     int64_t totalMemoryBytes = 0;
-    int64_t freeMemoryBytes = 0;
+    int64_t freeMemoryBytes = 0;  // from NVML; 0 when unknown (the backend asks CUDA itself)
     int smCount = 0;
     int computeMajor = 0, computeMinor = 0;
     int clockKhz = 0;
