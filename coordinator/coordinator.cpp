@@ -168,7 +168,10 @@ struct Coordinator::Impl {
 
     // ---- rounds
 
-    Status closeRound();     // mu held
+    // mu held through `lock`; released while the new version is computed and written.
+    Status closeRound(std::unique_lock<std::mutex>& lock);
+    bool closing = false;  // a round close is writing files; commits wait for it
+    std::condition_variable closeCv;
     void abandonTimedOut();  // mu held
     double normReference();  // mu held
     std::vector<float> takeScratch();
@@ -880,7 +883,8 @@ UploadSession::State::~State() {
     if (--c->uploadsPerClient[clientId] <= 0)
         c->uploadsPerClient.erase(clientId);
     --c->uploadsTotal;
-    if (!scratch.empty())
+    // Keep one buffer for the next upload; more would hold P floats each while idle.
+    if (!scratch.empty() && c->scratchPool.empty())
         c->scratchPool.push_back(std::move(scratch));
 }
 
@@ -1160,6 +1164,7 @@ Outcome<std::string> UploadSession::finish(bool complete) {
     const double norm = std::sqrt(s.sumSquares);
 
     std::unique_lock lock(c.mu);
+    c.closeCv.wait(lock, [&] { return !c.closing; });
     const int64_t now = c.now();
     {
         auto q =
@@ -1264,7 +1269,7 @@ Outcome<std::string> UploadSession::finish(bool complete) {
           fmt(s.header->lossLast) + " (" + std::to_string(contributors) + "/" +
           std::to_string(c.cfg.quorum) + ")");
     if (contributors >= c.cfg.quorum) {
-        if (auto st = c.closeRound(); !st)
+        if (auto st = c.closeRound(lock); !st)
             c.log("error: closing the round failed: " + st.error().message);
     }
     return receiptJson;
@@ -1273,7 +1278,7 @@ Outcome<std::string> UploadSession::finish(bool complete) {
 // ---------------------------------------------------------------------------------------------
 // Rounds
 
-Status Coordinator::Impl::closeRound() {
+Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     const int64_t r = version;
     int64_t contributors = 0, tokens = 0;
     double weightSum = 0;
@@ -1291,9 +1296,17 @@ Status Coordinator::Impl::closeRound() {
     }
     if (contributors == 0 || weightSum <= 0)
         return makeError("a round without results cannot close");
+    // The outer step and the file writes (seconds for a large model) run without the lock, so
+    // that heartbeats, downloads and status stay responsive; commits wait on `closing`, and
+    // nothing else changes theta, vel or sum.
+    closing = true;
+    lock.unlock();
     std::vector<float> newTheta = theta, newVel = vel;
     outerNesterovStep(newTheta, newVel, sum, static_cast<float>(1.0 / weightSum), cfg.outer, &pool);
     auto published = publishWeights(r + 1, newTheta, newVel);
+    lock.lock();
+    closing = false;
+    closeCv.notify_all();
     if (!published)
         return published.error();
     const int64_t t = now();
@@ -1366,8 +1379,8 @@ void Coordinator::Impl::abandonTimedOut() {
 }
 
 void Coordinator::tickImpl(Impl& c) {
-    std::lock_guard lock(c.mu);
-    if (c.stopping)
+    std::unique_lock lock(c.mu);
+    if (c.stopping || c.closing)
         return;
     c.abandonTimedOut();
     auto q = c.db.prepare(
@@ -1383,7 +1396,7 @@ void Coordinator::tickImpl(Impl& c) {
     if (contributors > 0) {
         c.log("round " + std::to_string(c.version) + " reached its deadline with " +
               std::to_string(contributors) + " of " + std::to_string(c.cfg.quorum) + " results");
-        if (auto st = c.closeRound(); !st)
+        if (auto st = c.closeRound(lock); !st)
             c.log("error: closing the round failed: " + st.error().message);
     } else {
         auto u = c.db.prepare("UPDATE rounds SET deadline_unix = ? WHERE run_id = ? AND round = ?");

@@ -276,6 +276,29 @@ class TestCoordinatorRestart : public QObject {
         QVERIFY2(receipts.size() >= 4,
                  qPrintable(QString("only %1 results accepted").arg(receipts.size())));
 
+        // The validator thread records the loss of every closed round, also of rounds closed
+        // just before a kill (re-queued at start).
+        {
+            auto http = connect();
+            bool allEvaluated = false;
+            for (int i = 0; i < 600 && !allEvaluated; ++i) {
+                auto res = http->Get("/v1/status");
+                QVERIFY(res && res->status == 200);
+                auto st = net::RunStatus::fromJson(res->body);
+                QVERIFY(st.ok());
+                allEvaluated = !st->history.empty();
+                for (const auto& h : st->history) {
+                    if (!h.valLoss)
+                        allEvaluated = false;
+                    else
+                        QVERIFY(std::isfinite(*h.valLoss) && *h.valLoss > 0);
+                }
+                if (!allEvaluated)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+            QVERIFY2(allEvaluated, "validation losses missing from the history");
+        }
+
         // A clean stop on SIGTERM.
         m_proc.terminate();
         QVERIFY(m_proc.waitForFinished(20000));
