@@ -472,23 +472,35 @@ class TestCudaOps : public QObject {
         QVERIFY(std::memcmp(forward.data(), shuffled.data(), forward.size() * sizeof(float)) == 0);
     }
 
-    // canRun refuses a work unit that does not fit, giving both numbers.
+#endif
+
+    // canRun refuses a work unit that does not fit, giving both numbers; allocate refuses too.
     void refusesWorkUnitThatDoesNotFit() {
+#if TANDEM_TEST_ON_DEVICE
+        const int hugeBatch = 4096;  // GPT-2 XL at 4096 x 1024: terabytes of activations
+        auto config = ModelConfig::parse("L=48,NH=25,C=1600,T=1024");
+#else
+        const int hugeBatch = 16;
         const size_t capacity = emu::deviceMemoryCapacity();
         emu::setDeviceMemoryCapacity(size_t{200} << 20);
+        auto config = ModelConfig::parse("L=4,NH=4,C=256,T=256");
+#endif
+        QVERIFY(config.ok());
         auto backend = makeBackendUnderTest();
         QVERIFY(backend.ok());
-        auto config = ModelConfig::parse("L=4,NH=4,C=256,T=256");
-        QVERIFY(config.ok());
-        const Status s = (*backend)->canRun(*config, 16, 256);
+        const Status s = (*backend)->canRun(*config, hugeBatch, config->maxSeqLen);
+        const Status a = (*backend)->allocate(*config, hugeBatch, config->maxSeqLen);
+        const Status small = (*backend)->canRun(*config, 1, 16);
+#if !TANDEM_TEST_ON_DEVICE
         emu::setDeviceMemoryCapacity(capacity);
+#endif
         QVERIFY(!s.ok());
         qInfo("%s", s.error().message.c_str());
         QVERIFY(s.error().message.find("needs") != std::string::npos);
         QVERIFY(s.error().message.find("only") != std::string::npos);
-        QVERIFY((*backend)->canRun(*config, 1, 16).ok());
+        QVERIFY(!a.ok());
+        QVERIFY(small.ok());
     }
-#endif
 
     // 20 AdamW steps of a small GPT: losses, gradients and weights follow the CPU reference.
     void twentyTrainingSteps() {
