@@ -4,6 +4,9 @@
 // Dimensions: M, N, K matrix sizes of a GEMM (column-major).
 #include "cuda_emulation.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -25,13 +28,18 @@ namespace {
 constexpr size_t kFiberStackBytes = 128 * 1024;
 
 // Fiber switches: on x86-64 a few instructions of our own (callee-saved registers, the stack
-// pointer, the FP control words); elsewhere, and under ASan/TSan (which know swapcontext),
-// ucontext. glibc's swapcontext makes a signal-mask system call per switch, which was half the
+// pointer, the FP control words), announced to ASan; elsewhere, and under TSan, ucontext.
+// glibc's swapcontext makes a signal-mask system call per switch, which was most of the
 // emulation's time.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define TANDEM_EMU_FAST_SWITCH 1
 #else
 #define TANDEM_EMU_FAST_SWITCH 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) && TANDEM_EMU_FAST_SWITCH
+#define TANDEM_EMU_ASAN_FIBERS 1
+#else
+#define TANDEM_EMU_ASAN_FIBERS 0
 #endif
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxGridY = 65535, kMaxGridZ = 65535;
@@ -45,6 +53,8 @@ struct Barrier {
 struct Fiber {
     ucontext_t context;
     void* sp = nullptr;  // saved stack pointer (fast switch)
+    const void* stackBottom = nullptr;
+    void* asanFakeStack = nullptr;
     ThreadContext thread;
     Barrier* waitingOn = nullptr;
     uint64_t waitGeneration = 0;
@@ -87,6 +97,9 @@ struct Worker {
     BlockRuntime block;
     ucontext_t scheduler;
     void* schedulerSp = nullptr;
+    void* schedulerFakeStack = nullptr;  // ASan's bookkeeping of the scheduler's stack
+    const void* schedulerBottom = nullptr;
+    size_t schedulerSize = 0;
     Fiber* running = nullptr;
     const std::function<void()>* body = nullptr;
 
@@ -168,6 +181,21 @@ void* prepareStack(char* stackTop) {
 }
 #endif
 
+// ASan must be told about every switch to another stack (no-ops without ASan).
+inline void asanStartSwitch([[maybe_unused]] void** fakeStackSave,
+                            [[maybe_unused]] const void* bottom, [[maybe_unused]] size_t size) {
+#if TANDEM_EMU_ASAN_FIBERS
+    __sanitizer_start_switch_fiber(fakeStackSave, bottom, size);
+#endif
+}
+inline void asanFinishSwitch([[maybe_unused]] void* fakeStack,
+                             [[maybe_unused]] const void** bottomOld,
+                             [[maybe_unused]] size_t* sizeOld) {
+#if TANDEM_EMU_ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(fakeStack, bottomOld, sizeOld);
+#endif
+}
+
 void fiberEntry() {
     Worker& w = tWorker;
     (*w.body)();
@@ -178,7 +206,10 @@ void fiberEntry() {
 void yieldToScheduler() {
     Worker& w = tWorker;
 #if TANDEM_EMU_FAST_SWITCH
-    tandemEmuSwitch(&w.running->sp, w.schedulerSp);
+    Fiber& self = *w.running;
+    asanStartSwitch(&self.asanFakeStack, w.schedulerBottom, w.schedulerSize);
+    tandemEmuSwitch(&self.sp, w.schedulerSp);
+    asanFinishSwitch(self.asanFakeStack, nullptr, nullptr);
 #else
     swapcontext(&w.running->context, &w.scheduler);
 #endif
@@ -186,8 +217,13 @@ void yieldToScheduler() {
 
 #if TANDEM_EMU_FAST_SWITCH
 void fiberTrampoline() {
+    {
+        Worker& w = tWorker;
+        asanFinishSwitch(nullptr, &w.schedulerBottom, &w.schedulerSize);
+    }
     fiberEntry();
     Worker& w = tWorker;
+    asanStartSwitch(nullptr, w.schedulerBottom, w.schedulerSize);  // this stack is finished
     tandemEmuSwitch(&w.running->sp, w.schedulerSp);  // never resumed: the fiber is done
     std::abort();
 }
@@ -247,6 +283,8 @@ bool runBlock(Worker& w, dim3 grid, dim3 block, uint3 blockIndex,
         f.thread.block = &b;
 #if TANDEM_EMU_FAST_SWITCH
         f.sp = prepareStack(w.stacks[i] + Worker::pageBytes() + kFiberStackBytes);
+        f.stackBottom = w.stacks[i] + Worker::pageBytes();
+        f.asanFakeStack = nullptr;
 #else
         getcontext(&f.context);
         f.context.uc_stack.ss_sp = w.stacks[i] + Worker::pageBytes();
@@ -280,7 +318,9 @@ bool runBlock(Worker& w, dim3 grid, dim3 block, uint3 blockIndex,
             w.running = &f;
             tCurrent = &f.thread;
 #if TANDEM_EMU_FAST_SWITCH
+            asanStartSwitch(&w.schedulerFakeStack, f.stackBottom, kFiberStackBytes);
             tandemEmuSwitch(&w.schedulerSp, f.sp);
+            asanFinishSwitch(w.schedulerFakeStack, nullptr, nullptr);
 #else
             swapcontext(&w.scheduler, &f.context);
 #endif
@@ -594,15 +634,17 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
             return cudaErrorMemoryAllocation;
         gInUse += rounded;
     }
-    void* p = std::aligned_alloc(256, rounded);
-    if (!p) {
+    // Exactly the bytes asked for (256-byte aligned, like cudaMalloc), so ASan sees a kernel that
+    // reads past the end; the accounting counts whole 256-byte granules.
+    void* p = nullptr;
+    if (posix_memalign(&p, 256, std::max<size_t>(bytes, 1)) != 0) {
         std::lock_guard lock(gMemoryMutex);
         gInUse -= rounded;
         return cudaErrorMemoryAllocation;
     }
     // Fresh device memory holds garbage: all-ones bytes are NaN floats and -1 ints, so code that
     // reads memory it never wrote shows it.
-    std::memset(p, 0xff, rounded);
+    std::memset(p, 0xff, std::max<size_t>(bytes, 1));
     std::lock_guard lock(gMemoryMutex);
     gAllocations[p] = rounded;
     *pointer = p;
