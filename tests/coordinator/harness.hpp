@@ -70,6 +70,7 @@ class TestCoordinator {
     ~TestCoordinator() { close(); }
 
     void open() {
+        m_error.clear();
         auto c = coord::Coordinator::open(m_cfg, [this](const std::string& line) {
             std::lock_guard lock(m_logMutex);
             m_log.push_back(line);

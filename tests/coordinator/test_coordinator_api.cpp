@@ -4,6 +4,7 @@
 
 #include "checkpoint.hpp"
 #include "codec.hpp"
+#include "sqlite.hpp"
 
 #include <QtTest>
 
@@ -497,6 +498,63 @@ class TestCoordinatorApi : public QObject {
                  std::string("HTTP/1.1 404 Not Found"));
         // The dry run took no upload slot: the real upload goes through.
         QCOMPARE(upload(a, m.workUnitId, good)->status, 200);
+    }
+
+    void uploadSlotsAreBounded() {
+        auto cfg = smallConfig();
+        cfg.maxUploadsPerClient = 1;
+        cfg.maxConcurrentUploads = 2;
+        TestCoordinator t(cfg);
+        QVERIFY2(t.ok(), t.error().c_str());
+        auto a = t.registerClient("a");
+        auto b = t.registerClient("b");
+        auto c = t.registerClient("c");
+        auto& co = t.coordinator();
+        auto ma1 = requestWork(a), ma2 = requestWork(a), mb = requestWork(b), mc = requestWork(c);
+        const int64_t P = co.parameterCount();
+        const int64_t size = co.maxUploadBytes();
+        auto sig = buildResult(ma1, smallDelta(P), a.key).signature;
+        auto noLength = co.beginUpload(a.id, ma1.workUnitId, -1, sig);
+        QVERIFY(!noLength.ok());
+        QCOMPARE(noLength.refusal().httpStatus, 411);
+        // Sessions held open stand for uploads in progress.
+        auto first = co.beginUpload(a.id, ma1.workUnitId, size, sig);
+        QVERIFY(first.ok());
+        auto same = co.beginUpload(a.id, ma1.workUnitId, size, sig);
+        QCOMPARE(same.refusal().code, std::string("upload_in_progress"));
+        auto perClient = co.beginUpload(a.id, ma2.workUnitId, size, sig);
+        QCOMPARE(perClient.refusal().httpStatus, 429);
+        QCOMPARE(perClient.refusal().code, std::string("too_many_uploads"));
+        QVERIFY(perClient.refusal().retryAfterSeconds > 0);
+        auto second = co.beginUpload(b.id, mb.workUnitId, size, sig);
+        QVERIFY(second.ok());
+        auto busy = co.beginUpload(c.id, mc.workUnitId, size, sig);
+        QCOMPARE(busy.refusal().httpStatus, 503);
+        QCOMPARE(busy.refusal().code, std::string("busy"));
+        // Over HTTP the refusal carries Retry-After.
+        auto res = upload(c, mc.workUnitId, buildResult(mc, smallDelta(P), c.key));
+        QCOMPARE(res->status, 503);
+        QVERIFY(!res->get_header_value("Retry-After").empty());
+        // Ending sessions frees the slots.
+        first.value().reset();
+        second.value().reset();
+        QCOMPARE(upload(c, mc.workUnitId, buildResult(mc, smallDelta(P), c.key))->status, 200);
+        QCOMPARE(upload(a, ma2.workUnitId, buildResult(ma2, smallDelta(P), a.key))->status, 200);
+    }
+
+    void refusesANewerDatabase() {
+        auto cfg = smallConfig();
+        TestCoordinator t(cfg, false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        t.close();
+        {
+            auto db = coord::Database::open(t.stateDir() / "coordinator.db");
+            QVERIFY(db.ok());
+            QVERIFY(db->exec("PRAGMA user_version = 99").ok());
+        }
+        t.open();
+        QVERIFY(!t.ok());
+        QVERIFY2(contains(t.error(), "schema version 99 is newer"), t.error().c_str());
     }
 
     void outlierNormRefused() {

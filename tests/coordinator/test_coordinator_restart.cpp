@@ -147,6 +147,31 @@ class TestCoordinatorRestart : public QObject {
             out << words[rng.below(4)];
     }
 
+    void commandLine() {
+        QProcess p;
+        p.start(TANDEM_COORDINATOR_BIN, {"--version"});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY(p.readAllStandardOutput().startsWith("tandem-coordinator "));
+        p.start(TANDEM_COORDINATOR_BIN, {"--help"});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY(p.readAllStandardOutput().contains("--max-staleness"));
+        p.start(TANDEM_COORDINATOR_BIN, {"--quorum", "zero"});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY(p.readAllStandardError().contains("--quorum expects an integer"));
+        p.start(TANDEM_COORDINATOR_BIN, {"--frobnicate"});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 2);
+        // No corpus for a new state directory: a clear message, no crash.
+        p.start(TANDEM_COORDINATOR_BIN,
+                {"--state-dir", m_dir.path() + "/empty", "--listen", "127.0.0.1:0"});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY(p.readAllStandardError().contains("give --corpus"));
+    }
+
     void killNineRepeatedly() {
         const int kills = qEnvironmentVariableIntValue("TANDEM_RESTART_KILLS") > 0
                               ? qEnvironmentVariableIntValue("TANDEM_RESTART_KILLS")
