@@ -120,7 +120,8 @@ struct Coordinator::Impl {
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each
     std::map<int64_t, ServedFile> weightFiles;
-    std::set<int64_t> uploading;  // work unit ids with an upload in progress
+    std::map<int64_t, int64_t> lastSeenWritten;  // client id -> unix seconds
+    std::set<int64_t> uploading;                 // work unit ids with an upload in progress
     std::map<int64_t, int> uploadsPerClient;
     int uploadsTotal = 0;
     std::vector<std::vector<float>> scratchPool;
@@ -588,9 +589,15 @@ Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
                       "the bearer token is not known to this coordinator; register again with "
                       "POST /v1/clients");
     const int64_t id = q->integer(0);
-    auto upd = c.db.prepare("UPDATE clients SET last_seen_unix = ? WHERE id = ?");
-    if (upd)
-        (void)upd->bind(1, c.now()).bind(2, id).run();
+    // last_seen is informational: written at most once a minute per client, not on every
+    // request (each write is a synced transaction).
+    int64_t& written = c.lastSeenWritten[id];
+    if (c.now() - written >= 60) {
+        written = c.now();
+        auto upd = c.db.prepare("UPDATE clients SET last_seen_unix = ? WHERE id = ?");
+        if (upd)
+            (void)upd->bind(1, written).bind(2, id).run();
+    }
     return id;
 }
 
