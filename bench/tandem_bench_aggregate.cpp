@@ -15,6 +15,7 @@
 
 #include <httplib.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -24,7 +25,6 @@
 #include <fstream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 using namespace tandem;
@@ -60,7 +60,8 @@ std::string cpuModel() {
     std::ifstream in("/proc/cpuinfo");
     std::string line;
     while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+        if (line.rfind("model name", 0) == 0)
+            return line.substr(line.find(':') + 2);
     return "unknown CPU";
 }
 
@@ -112,13 +113,14 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (configs.empty()) configs = {"medium", "L=17,NH=12,C=768,T=4096"};
+    if (configs.empty())
+        configs = {"medium", "L=17,NH=12,C=768,T=4096"};
     std::signal(SIGPIPE, SIG_IGN);
-    if (parent.empty()) parent = fs::temp_directory_path();
+    if (parent.empty())
+        parent = fs::temp_directory_path();
     std::printf("tandem-bench-aggregate: %s, %u hardware threads, coordinator threads %d\n",
                 cpuModel().c_str(), std::thread::hardware_concurrency(), threads);
-    std::printf("%-34s %12s  %-26s %10s %14s\n", "config", "params", "mode", "seconds",
-                "params/s");
+    std::printf("%-34s %12s  %-26s %10s %14s\n", "config", "params", "mode", "seconds", "params/s");
     std::vector<Row> rows;
 
     for (const auto& config : configs) {
@@ -133,7 +135,8 @@ int main(int argc, char** argv) {
         {
             std::ofstream corpus(dir / "corpus.txt");
             Rng rng(1);
-            for (int i = 0; i < 400000; ++i) corpus << static_cast<char>('a' + rng.below(26));
+            for (int i = 0; i < 400000; ++i)
+                corpus << static_cast<char>('a' + rng.below(26));
         }
         int64_t now = 1'800'000'000;
         coord::CoordinatorConfig cfg;
@@ -174,7 +177,8 @@ int main(int argc, char** argv) {
         };
         std::vector<Client> clients(2);
         for (auto& cl : clients) {
-            auto r = c.registerClient(net::RegisterRequest{"bench", cl.key.publicKey(), ""}.toJson());
+            auto r =
+                c.registerClient(net::RegisterRequest{"bench", cl.key.publicKey(), ""}.toJson());
             cl.id = r.value().clientId;
             cl.token = r.value().token;
         }
@@ -183,7 +187,8 @@ int main(int argc, char** argv) {
         {
             Rng rng(7);
             for (auto& h : payload)
-                h = static_cast<uint16_t>((rng.below(2) << 15) | ((1 + rng.below(12)) << 10) | rng.below(1024));
+                h = static_cast<uint16_t>((rng.below(2) << 15) | ((1 + rng.below(12)) << 10) |
+                                          rng.below(1024));
         }
         auto makeBody = [&](Client& cl, std::string* signature) {
             auto offer = c.requestWork(cl.id, net::WorkRequest{"cpu", 0, 0, 0}.toJson());
@@ -206,7 +211,8 @@ int main(int argc, char** argv) {
                                  reinterpret_cast<const char*>(body.data()), body.size(),
                                  "application/octet-stream");
             if (!res || res->status != 200) {
-                std::fprintf(stderr, "upload failed: %s\n", res ? res->body.c_str() : "no response");
+                std::fprintf(stderr, "upload failed: %s\n",
+                             res ? res->body.c_str() : "no response");
                 std::exit(1);
             }
         };
@@ -224,7 +230,8 @@ int main(int argc, char** argv) {
             auto [wu, body] = makeBody(clients[0], &sig);
             auto t0 = std::chrono::steady_clock::now();
             put(clients[0], wu, body, sig);
-            if (k > 0) times.push_back(seconds(t0));
+            if (k > 0)
+                times.push_back(seconds(t0));
         }
         report("https, 1 upload", median(times), 1);
 
@@ -250,7 +257,8 @@ int main(int argc, char** argv) {
             auto t0 = std::chrono::steady_clock::now();
             auto s = c.beginUpload(clients[0].id, wu, static_cast<int64_t>(body.size()), sig);
             for (size_t pos = 0; pos < body.size(); pos += 1 << 20) {
-                auto early = s.value()->feed(std::span(body).subspan(pos, std::min<size_t>(1 << 20, body.size() - pos)));
+                auto early = s.value()->feed(
+                    std::span(body).subspan(pos, std::min<size_t>(1 << 20, body.size() - pos)));
                 if (early) {
                     std::fprintf(stderr, "refused in-process\n");
                     return 1;
@@ -283,8 +291,8 @@ int main(int argc, char** argv) {
     }
     if (!jsonPath.empty()) {
         std::ofstream out(jsonPath);
-        out << "{\"benchmark\":\"aggregate\",\"cpu\":\"" << cpuModel() << "\",\"threads\":" << threads
-            << ",\"results\":[";
+        out << "{\"benchmark\":\"aggregate\",\"cpu\":\"" << cpuModel()
+            << "\",\"threads\":" << threads << ",\"results\":[";
         for (size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];
             const int count = r.mode.find("2 uploads") != std::string::npos ? 2 : 1;
