@@ -46,6 +46,8 @@ Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/pro
   --tls-cert FILE --tls-key FILE
                             certificate and key; without them a self-signed identity is made in
                             <state-dir>/tls and its public-key pin is printed
+  --tls-name NAME           another DNS name or address for the generated certificate (repeatable;
+                            localhost, 127.0.0.1, ::1 and the listen host are always in it)
   --help                    this text
   --version                 the version
 )";
@@ -154,6 +156,10 @@ int main(int argc, char** argv) {
             if (!(v = need(i)))
                 break;
             server.certFile = *v;
+        } else if (a == "--tls-name") {
+            if (!(v = need(i)))
+                break;
+            server.extraNames.push_back(*v);
         } else if (a == "--tls-key") {
             if (!(v = need(i)))
                 break;

@@ -210,6 +210,9 @@ Expected<TlsFiles> ensureTlsIdentity(const fs::path& stateDir, const ServerConfi
             if (!config.host.empty() && config.host != "0.0.0.0" && config.host != "::" &&
                 std::find(hosts.begin(), hosts.end(), config.host) == hosts.end())
                 hosts.push_back(config.host);
+            for (const auto& name : config.extraNames)
+                if (std::find(hosts.begin(), hosts.end(), name) == hosts.end())
+                    hosts.push_back(name);
             auto id = net::generateSelfSignedCertificate(hosts);
             if (!id)
                 return id.error();

@@ -25,6 +25,8 @@ struct ServerConfig {
     int keepAliveMaxCount = 100;
     int64_t maxJsonBytes = 64 * 1024;
     int64_t maxSpeedtestBytes = 64 << 20;
+    // More DNS names or addresses for a generated certificate (workers reach the coordinator as).
+    std::vector<std::string> extraNames;
 };
 
 struct TlsFiles {

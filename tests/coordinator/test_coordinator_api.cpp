@@ -6,16 +6,20 @@
 #include "codec.hpp"
 #include "sqlite.hpp"
 
+#include <QFile>
 #include <QtTest>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 using namespace tandem;
@@ -176,6 +180,37 @@ class TestCoordinatorApi : public QObject {
         QCOMPARE(t.connect()->Get("/v1/status")->status, 200);
         // The pin printed for workers is the certificate's.
         QVERIFY(t.tls().pin.rfind("sha256//", 0) == 0);
+    }
+
+    void generatedCertificateNames() {
+        QTemporaryDir dir;
+        coord::ServerConfig sc;
+        sc.host = "10.1.2.3";
+        sc.extraNames = {"coordinator.example"};
+        auto tls = coord::ensureTlsIdentity(dir.path().toStdString(), sc);
+        QVERIFY(tls.ok());
+        QVERIFY(tls->generated);
+        FILE* f = std::fopen(tls->cert.c_str(), "rb");
+        QVERIFY(f);
+        X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+        std::fclose(f);
+        QVERIFY(cert);
+        QCOMPARE(X509_check_host(cert, "coordinator.example", 0, 0, nullptr), 1);
+        QCOMPARE(X509_check_host(cert, "localhost", 0, 0, nullptr), 1);
+        QCOMPARE(X509_check_ip_asc(cert, "10.1.2.3", 0), 1);
+        QCOMPARE(X509_check_ip_asc(cert, "127.0.0.1", 0), 1);
+        QCOMPARE(X509_check_host(cert, "other.example", 0, 0, nullptr), 0);
+        X509_free(cert);
+        // The second start reuses the identity, and the pin file holds the pin.
+        auto again = coord::ensureTlsIdentity(dir.path().toStdString(), sc);
+        QVERIFY(!again->generated);
+        QCOMPARE(again->pin, tls->pin);
+        std::ifstream pinFile((dir.path() + "/tls/pin.txt").toStdString());
+        std::string line;
+        std::getline(pinFile, line);
+        QCOMPARE(line, tls->pin);
+        QFile key(QString::fromStdString(tls->key.string()));
+        QCOMPARE(key.permissions() & (QFile::ReadGroup | QFile::ReadOther), QFile::Permissions());
     }
 
     void workRequests() {
