@@ -1,0 +1,109 @@
+// What the engine needs from a coordinator, as an interface: the real implementation adapts
+// net/coordinator_client (HTTPS on libcurl), tests pass a fake. Calls may come from two threads at
+// once (the engine's training thread and its upload thread), so implementations must allow that.
+#pragma once
+
+#include "crypto.hpp"
+#include "protocol.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace tandem::core {
+
+// A failed call, with what the engine needs to decide what to do next.
+struct ApiFailure {
+    std::string message;    // for people: what was found and what was expected
+    bool transient = true;  // worth trying again later (network, 5xx, 429); false: refused for good
+    std::optional<int64_t> retryAfterMs;  // the server's Retry-After
+    std::string code;              // the server's error.code ("stale", "unauthorized"), if any
+    long httpStatus = 0;           // 0 when no HTTP answer arrived
+    int64_t bytesTransferred = 0;  // moved over the link before it failed (counts for the caps)
+};
+
+inline ApiFailure apiFailure(std::string message, bool transient,
+                             std::optional<int64_t> retryAfterMs = std::nullopt,
+                             std::string code = {}, long httpStatus = 0) {
+    ApiFailure f;
+    f.message = std::move(message);
+    f.transient = transient;
+    f.retryAfterMs = retryAfterMs;
+    f.code = std::move(code);
+    f.httpStatus = httpStatus;
+    return f;
+}
+
+template <class T>
+class [[nodiscard]] ApiResult {
+  public:
+    ApiResult(T value) : m_state(std::in_place_index<0>, std::move(value)) {}
+    ApiResult(ApiFailure failure) : m_state(std::in_place_index<1>, std::move(failure)) {}
+    bool ok() const { return m_state.index() == 0; }
+    explicit operator bool() const { return ok(); }
+    T& value() & { return std::get<0>(m_state); }
+    const T& value() const& { return std::get<0>(m_state); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+    const ApiFailure& error() const { return std::get<1>(m_state); }
+
+  private:
+    std::variant<T, ApiFailure> m_state;
+};
+
+// Progress of a transfer: bytes so far (including bytes resumed from disk), total (-1 unknown),
+// average rate. Return false to cancel (a cancelled download keeps its partial file).
+using TransferProgressFn =
+    std::function<bool(int64_t bytesDone, int64_t bytesTotal, double bytesPerSecond)>;
+
+struct WorkOffer {
+    std::optional<net::Manifest> manifest;  // none: no work now
+    std::string manifestJson;               // the manifest exactly as received
+    int64_t retryAfterMs = 0;               // without a manifest: when to ask again
+};
+
+struct DownloadOutcome {
+    int64_t bytesTransferred = 0;  // over the network (0 when the file was already there)
+};
+
+struct UploadOutcome {
+    net::Receipt receipt;
+    std::string receiptJson;  // the receipt exactly as received (stored in the ledger)
+    int64_t bytesSent = 0;    // over all attempts
+};
+
+class CoordinatorApi {
+  public:
+    virtual ~CoordinatorApi() = default;
+
+    virtual ApiResult<net::RegisterResponse> registerClient(
+        const net::RegisterRequest& request) = 0;
+    // The bearer token for every later call.
+    virtual void setToken(const std::string& token) = 0;
+    virtual ApiResult<WorkOffer> requestWork(const net::WorkRequest& request) = 0;
+    // The weights of the manifest's base version into destination, checked against
+    // weightsSha256 before destination appears.
+    virtual ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,
+                                                       const std::filesystem::path& destination,
+                                                       const TransferProgressFn& progress) = 0;
+    // Bytes [dataOffset, dataOffset + dataLength) of the manifest's shard, checked against
+    // dataSha256.
+    virtual ApiResult<DownloadOutcome> downloadData(const net::Manifest& manifest,
+                                                    const std::filesystem::path& destination,
+                                                    const TransferProgressFn& progress) = 0;
+    virtual ApiResult<net::ProgressReply> reportProgress(int64_t workUnitId,
+                                                         const net::ProgressReport& report) = 0;
+    // PUT of the result file to uploadUrl with the signature of its digest. Idempotent on the
+    // coordinator: sending the same file again returns the same receipt.
+    virtual ApiResult<UploadOutcome> uploadResult(const std::string& uploadUrl,
+                                                  const std::filesystem::path& resultFile,
+                                                  const net::Signature& signature,
+                                                  const TransferProgressFn& progress) = 0;
+};
+
+}  // namespace tandem::core

@@ -1,0 +1,213 @@
+// The worker engine (DESIGN.md §6): a state machine on its own thread that registers with a
+// coordinator, fetches work units, downloads weights and data, trains, and hands finished results
+// to an upload thread, so the next unit can train while the previous one uploads.
+//
+// Everything it touches is injected: the coordinator (CoordinatorApi), the clock and time zone,
+// the rule inputs, the backend factory and the data directory. It reports through an
+// EngineObserver (called from the engine's threads; keep the callbacks short and never call
+// Engine commands that wait from inside them) and answers snapshot() with a value type.
+//
+// Data directory:
+//   identity.pem         Ed25519 key (0600)
+//   registration.json    coordinator URL, client id, bearer token, pinned coordinator key (0600)
+//   ledger.db            the ledger (core/ledger.hpp)
+//   cache/<sha256>       downloaded weights and data ranges, by content hash
+//   work/<id>/           the unit in training: manifest.json, progress.json, ckpt-<step>.ckpt
+//   results/<id>.result  finished results waiting for their receipt (+ <id>.json)
+//   optimizer.ckpt/json  AdamW moments kept across units of the same run on the same device
+#pragma once
+
+#include "backend.hpp"
+#include "clock.hpp"
+#include "coordinator_api.hpp"
+#include "expected.hpp"
+#include "ledger.hpp"
+#include "rules.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace tandem::core {
+
+enum class EngineState {
+    Idle,         // nothing to do right now (no work offered; retrying later)
+    Fetching,     // registering or asking for work
+    Downloading,  // weights and data
+    Training,
+    Uploading,  // only waiting for results to upload
+    Paused,
+    Snoozed,
+    Waiting,  // a rule holds it back; the reason names the rule
+    Backoff,  // after an error, until nextActionAtMs
+    Stopped,  // the thread has ended (quit, or --max-work-units reached)
+};
+const char* toString(EngineState state);
+
+// What the machine says now, for the rules; the engine adds the time and the bytes of today.
+struct RuleProbe {
+    std::optional<int64_t> idleSeconds;
+    PowerSource power = PowerSource::Unknown;
+    std::optional<double> temperatureC;
+};
+using RuleProbeFn = std::function<RuleProbe()>;
+
+// Makes the backend for a device name ("cpu", "cuda:0").
+using BackendFactory = std::function<Expected<std::unique_ptr<Backend>>(const std::string& device)>;
+
+struct EngineConfig {
+    std::filesystem::path dataDir;
+    std::string coordinatorUrl;     // the registration belongs to it
+    std::string device = "cpu";     // resolved device name for the backend factory
+    std::string deviceDescription;  // sent with work requests ("cuda:0 NVIDIA ..."); default device
+    int64_t deviceMemoryBytes = 0;
+    std::string clientName = "tandem-worker";
+    std::string hardwareSummary;
+    RulesConfig rules;
+    int maxWorkUnits = 0;        // > 0: stop once this many units are trained and settled
+    bool overlapUploads = true;  // train the next unit while a result uploads (staleness 1)
+
+    int64_t checkpointIntervalMs = 5 * 60 * 1000;  // while training, by the clock
+    int checkpointEverySteps = 0;                  // > 0: also every N steps (tests)
+    int64_t rulesCheckIntervalMs = 10000;          // while training; 0: every step
+    int64_t sampleIntervalMs = 60000;              // device samples into the ledger
+    int64_t pollIntervalMs = 1000;  // real time between re-checks while waiting for the clock
+
+    int64_t backoffInitialMs = 2000;
+    int64_t backoffMaxMs = 5 * 60 * 1000;
+    double backoffJitter = 0.5;  // the wait is b reduced by up to this fraction of b
+    int64_t maxRetryAfterMs = 60 * 60 * 1000;
+    uint64_t jitterSeed = 0;  // 0: from the CSPRNG
+
+    AdamWConfig adamw;
+};
+
+class EngineObserver {
+  public:
+    virtual ~EngineObserver() = default;
+    virtual void stateChanged(EngineState /*state*/, const std::string& /*reason*/) {}
+    // After every training step and during transfers.
+    virtual void progress(const std::string& /*workUnitId*/, int64_t /*step*/,
+                          int64_t /*innerSteps*/, float /*loss*/) {}
+    virtual void sample(const DeviceSample& /*sample*/) {}
+    virtual void logLine(EventLevel /*level*/, const std::string& /*message*/) {}
+    // A result was settled: accepted (receipt stored) or refused.
+    virtual void workUnitSettled(const std::string& /*workUnitId*/, WorkUnitState /*state*/) {}
+};
+
+struct CurrentWorkUnit {
+    std::string id;
+    int64_t runId = 0;
+    int64_t baseVersion = 0;
+    std::string model;  // "L=2 NH=4 C=128 T=64 V=256"
+    int64_t step = 0;
+    int64_t innerSteps = 0;  // H
+    int64_t tokens = 0;
+    std::optional<float> lossFirst;
+    std::optional<float> lossLast;
+    std::optional<int64_t> etaMs;  // until training ends, from the measured step time
+    int64_t downloadBytesDone = 0;
+    int64_t downloadBytesTotal = 0;
+};
+
+struct UploadInFlight {
+    std::string id;
+    int64_t bytesDone = 0;
+    int64_t bytesTotal = 0;
+    double bytesPerSecond = 0;
+};
+
+struct LastUpload {
+    std::string id;
+    int64_t atMs = 0;
+    WorkUnitState state = WorkUnitState::Accepted;  // Accepted or Rejected
+    std::string detail;                             // why, when refused
+    int64_t round = 0;
+    double credit = 0;
+};
+
+// Everything the UI shows, as one consistent value.
+struct EngineSnapshot {
+    EngineState state = EngineState::Idle;
+    std::string reason;     // "Waiting: on battery", the error of a Backoff, ...
+    std::string stateText;  // "Training", "Waiting: on battery", "Snoozed until 18:00"
+    std::string device;
+    bool registered = false;
+    bool finishThenPause = false;
+    std::optional<int64_t> snoozedUntilMs;
+    std::optional<CurrentWorkUnit> current;
+    double tokensPerSecond = 0;  // of the latest steps
+    std::optional<float> stepLoss;
+    std::optional<UploadInFlight> upload;
+    int pendingUploads = 0;  // results on disk waiting for a receipt
+    std::optional<LastUpload> lastUpload;
+    std::string nextAction;  // "retry at 12:05", "upload 17", ...
+    std::optional<int64_t> nextActionAtMs;
+    Totals totals;                 // from the ledger
+    int workUnitsThisSession = 0;  // trained since start
+    std::string lastError;
+};
+
+class Engine {
+  public:
+    struct Dependencies {
+        CoordinatorApi* api = nullptr;
+        const Clock* clock = nullptr;
+        const TimeZone* zone = nullptr;
+        BackendFactory backends;
+        RuleProbeFn probe;                   // may be empty: nothing holds for the machine
+        EngineObserver* observer = nullptr;  // may be null
+    };
+
+    // Creates the data directory (0700), loads or makes the identity, opens the ledger.
+    static Expected<std::unique_ptr<Engine>> create(EngineConfig config, Dependencies deps);
+    // Quits (checkpointing) and joins.
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    void start();  // starts the threads
+    // Commands: asynchronous, take effect at the next step boundary.
+    void pause();   // checkpoints the unit in training
+    void resume();  // also ends a snooze
+    void snooze(int64_t untilMs);
+    void setFinishThenPause(bool on = true);
+    void quit();  // checkpoint and stop; wait() joins
+    void wake();  // re-check now (after a clock change or new rule inputs)
+    void setRules(const RulesConfig& rules);
+    void wait();  // until both threads have ended
+
+    EngineSnapshot snapshot() const;
+    Ledger& ledger() { return *m_ledger; }
+    const net::PublicKey& publicKey() const { return m_publicKey; }
+    bool finished() const;  // the thread has ended
+
+    // Tests: stop like a crash at the next step boundary or transfer callback: no checkpoint, no
+    // ledger writes afterwards.
+    void crashForTesting();
+
+    struct Impl;
+
+  private:
+    Engine() = default;
+    std::unique_ptr<Impl> m_impl;
+    std::unique_ptr<Ledger> m_ledger;
+    net::PublicKey m_publicKey{};
+};
+
+// The wait before retry n (1-based): min(max, initial * 2^(n-1)) reduced by jitter * u * that,
+// u in [0, 1). retryAfterMs, when given, replaces it (capped at maxRetryAfterMs).
+int64_t backoffDelayMs(const EngineConfig& config, int attempt, double u,
+                       std::optional<int64_t> retryAfterMs);
+
+// Writes bytes to path.tmp created 0600, fsyncs, renames, fsyncs the directory.
+Status writePrivateFileAtomically(const std::filesystem::path& path, std::string_view bytes);
+
+}  // namespace tandem::core

@@ -1,0 +1,245 @@
+// An in-process CoordinatorApi for engine tests: signs manifests and receipts with its own key,
+// serves a small model's weights and a text range, accepts results idempotently (the same result
+// again returns the same receipt), and lets a test inject failures, block uploads and watch calls.
+#pragma once
+
+#include "checkpoint.hpp"
+#include "coordinator_api.hpp"
+#include "file_io.hpp"
+#include "model.hpp"
+#include "result_format.hpp"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tandem::testing {
+
+class FakeCoordinator final : public core::CoordinatorApi {
+  public:
+    explicit FakeCoordinator(std::string model = "L=1,NH=2,C=16,T=16", int innerSteps = 6)
+        : m_key(net::SigningKey::generate().value()), m_innerSteps(innerSteps) {
+        m_model = ModelConfig::parse(model).value();
+        Checkpoint ck;
+        ck.config = m_model;
+        ck.parameters.resize(static_cast<size_t>(m_model.parameterCount()));
+        initParameters(ParameterLayout(m_model), ck.parameters, 7);
+        m_weights = serializeCheckpoint(ck);
+        Checkpoint bad = ck;
+        bad.parameters[3] = std::numeric_limits<float>::quiet_NaN();
+        m_nanWeights = serializeCheckpoint(bad);
+        const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat.\n", "dogs ", "run "};
+        uint64_t x = 12345;
+        while (m_text.size() < 6000) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const char* w = words[(x >> 33) % 8];
+            m_text.insert(m_text.end(), w, w + std::strlen(w));
+        }
+    }
+
+    // --- controls (any thread) ---
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<core::ApiFailure> workFailures;  // the next requestWork calls fail with these
+    std::deque<core::ApiFailure> uploadFailures;
+    int maxWorkUnits = 1000;  // then 204 "no work"
+    int64_t noWorkRetryAfterMs = 60000;
+    bool blockUploads = false;  // uploads wait until cleared
+    bool abandonOnProgress = false;
+    bool badReceiptKey = false;
+    std::set<int64_t> nanUnits;                     // work units served NaN weights
+    std::function<void(int64_t)> onUploadAccepted;  // called after accepting, before answering
+
+    // --- observations ---
+    int registrations = 0;
+    int workRequests = 0;
+    int progressReports = 0;
+    int uploadAttempts = 0;
+    std::map<int64_t, std::vector<uint8_t>> accepted;  // work unit -> result body
+    std::map<int64_t, int> acceptCount;                // how often counted (must stay 1)
+    std::vector<net::WorkRequest> requests;
+    std::string token;
+
+    const net::SigningKey& key() const { return m_key; }
+    const ModelConfig& model() const { return m_model; }
+    const std::vector<uint8_t>& weightsBytes() const { return m_weights; }
+
+    net::Manifest manifestFor(int64_t id) const {
+        net::Manifest m;
+        m.workUnitId = id;
+        m.runId = 1;
+        m.baseVersion = 0;
+        m.model = m_model;
+        const auto& w = nanUnitsLocked(id) ? m_nanWeights : m_weights;
+        m.weightsUrl = "/v1/runs/1/weights/0";
+        m.weightsSha256 = net::sha256(w);
+        m.weightsBytes = static_cast<int64_t>(w.size());
+        m.dataUrl = "/v1/runs/1/data/0";
+        m.dataShard = 0;
+        m.dataOffset = (id % 2) * 3000;
+        m.dataLength = 3000;
+        m.dataSha256 = net::sha256(std::span<const uint8_t>(m_text).subspan(
+            static_cast<size_t>(m.dataOffset), static_cast<size_t>(m.dataLength)));
+        m.innerSteps = m_innerSteps;
+        m.batch = 2;
+        m.seqLen = 16;
+        m.lr.peakLr = 1e-3f;
+        m.lr.minLr = 1e-4f;
+        m.lr.warmupSteps = 1;
+        m.lr.totalSteps = m_innerSteps;
+        m.seed = 1000 + static_cast<uint64_t>(id);
+        m.deadlineUnix = 4000000000;
+        m.heartbeatSeconds = 30;
+        m.uploadUrl = "/v1/results/" + std::to_string(id);
+        m.maxUploadBytes =
+            static_cast<int64_t>(net::kResultHeaderBytes) + 2 * m_model.parameterCount();
+        m.sign(m_key);
+        return m;
+    }
+
+    // --- CoordinatorApi ---
+    core::ApiResult<net::RegisterResponse> registerClient(const net::RegisterRequest& r) override {
+        std::lock_guard lock(mu);
+        ++registrations;
+        m_clientKey = r.publicKey;
+        net::RegisterResponse out;
+        out.clientId = 1;
+        out.token = "token-" + std::to_string(registrations);
+        out.coordinatorPublicKey = m_key.publicKey();
+        return out;
+    }
+    void setToken(const std::string& t) override {
+        std::lock_guard lock(mu);
+        token = t;
+    }
+    core::ApiResult<core::WorkOffer> requestWork(const net::WorkRequest& r) override {
+        std::lock_guard lock(mu);
+        ++workRequests;
+        requests.push_back(r);
+        if (!workFailures.empty()) {
+            auto f = workFailures.front();
+            workFailures.pop_front();
+            return f;
+        }
+        core::WorkOffer offer;
+        if (m_nextId > maxWorkUnits) {
+            offer.retryAfterMs = noWorkRetryAfterMs;
+            return offer;
+        }
+        offer.manifest = manifestFor(m_nextId++);
+        offer.manifestJson = offer.manifest->toJson();
+        return offer;
+    }
+    core::ApiResult<core::DownloadOutcome> downloadWeights(
+        const net::Manifest& m, const std::filesystem::path& dest,
+        const core::TransferProgressFn& p) override {
+        std::vector<uint8_t> w;
+        {
+            std::lock_guard lock(mu);
+            w = nanUnitsLocked(m.workUnitId) ? m_nanWeights : m_weights;
+        }
+        return write(dest, w, p);
+    }
+    core::ApiResult<core::DownloadOutcome> downloadData(
+        const net::Manifest& m, const std::filesystem::path& dest,
+        const core::TransferProgressFn& p) override {
+        std::vector<uint8_t> d(m_text.begin() + m.dataOffset,
+                               m_text.begin() + m.dataOffset + m.dataLength);
+        return write(dest, d, p);
+    }
+    core::ApiResult<net::ProgressReply> reportProgress(int64_t,
+                                                       const net::ProgressReport&) override {
+        std::lock_guard lock(mu);
+        ++progressReports;
+        net::ProgressReply r;
+        if (abandonOnProgress) {
+            r.action = "abandon";
+            r.reason = "no heartbeat for 181 s; its data was reassigned";
+        }
+        return r;
+    }
+    core::ApiResult<core::UploadOutcome> uploadResult(const std::string& url,
+                                                      const std::filesystem::path& file,
+                                                      const net::Signature& signature,
+                                                      const core::TransferProgressFn& p) override {
+        std::unique_lock lock(mu);
+        ++uploadAttempts;
+        cv.wait(lock, [&] { return !blockUploads; });
+        if (!uploadFailures.empty()) {
+            auto f = uploadFailures.front();
+            uploadFailures.pop_front();
+            return f;
+        }
+        auto body = readFile(file);
+        if (!body)
+            return core::apiFailure(body.error().message, false);
+        auto h = net::parseResultHeader(*body);
+        if (!h)
+            return core::apiFailure(h.error().message, false, {}, "bad_header", 400);
+        if (url != "/v1/results/" + std::to_string(h->workUnitId))
+            return core::apiFailure("wrong url " + url, false, {}, "bad_request", 400);
+        const auto digest = net::resultDigest(*h);
+        if (!net::verifySignature(m_clientKey, digest, signature))
+            return core::apiFailure("bad signature", false, {}, "bad_signature", 403);
+        if (p)
+            p(static_cast<int64_t>(body->size()), static_cast<int64_t>(body->size()), 1e6);
+        auto it = accepted.find(h->workUnitId);
+        if (it != accepted.end() && it->second != *body)
+            return core::apiFailure("another result", false, {}, "duplicate", 409);
+        if (it == accepted.end()) {
+            accepted[h->workUnitId] = *body;
+            ++acceptCount[h->workUnitId];
+        }
+        net::Receipt r;
+        r.workUnitId = h->workUnitId;
+        r.clientId = 1;
+        r.round = 0;
+        r.weight = static_cast<double>(h->tokens);
+        r.timeUnix = 1795314629;
+        r.resultDigest = digest;
+        if (badReceiptKey)
+            r.sign(net::SigningKey::generate().value());
+        else
+            r.sign(m_key);
+        core::UploadOutcome out;
+        out.receipt = r;
+        out.receiptJson = r.toJson();
+        out.bytesSent = static_cast<int64_t>(body->size());
+        auto hook = onUploadAccepted;
+        lock.unlock();
+        if (hook)
+            hook(h->workUnitId);
+        return out;
+    }
+
+  private:
+    bool nanUnitsLocked(int64_t id) const { return nanUnits.count(id) > 0; }
+    core::ApiResult<core::DownloadOutcome> write(const std::filesystem::path& dest,
+                                                 const std::vector<uint8_t>& bytes,
+                                                 const core::TransferProgressFn& p) {
+        if (p &&
+            !p(static_cast<int64_t>(bytes.size()) / 2, static_cast<int64_t>(bytes.size()), 1e6))
+            return core::apiFailure("cancelled", true);
+        if (auto st = writeFileAtomically(dest, bytes); !st)
+            return core::apiFailure(st.error().message, false);
+        core::DownloadOutcome out;
+        out.bytesTransferred = static_cast<int64_t>(bytes.size());
+        return out;
+    }
+
+    net::SigningKey m_key;
+    ModelConfig m_model;
+    int m_innerSteps;
+    std::vector<uint8_t> m_weights, m_nanWeights, m_text;
+    net::PublicKey m_clientKey{};
+    int64_t m_nextId = 1;
+};
+
+}  // namespace tandem::testing

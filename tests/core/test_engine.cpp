@@ -1,0 +1,721 @@
+// The worker engine against a fake coordinator, a hand-set clock and fake rule inputs: every state,
+// pause/resume/snooze/finish-then-pause, rules holding and releasing, backoff with Retry-After,
+// resume after a simulated crash (bit-identical result), overlap of upload and training, NaN
+// refusal, receipt verification and the ledger rows.
+#include "engine.hpp"
+#include "fake_coordinator.hpp"
+
+#include "checkpoint.hpp"
+#include "ledger.hpp"
+
+#include <sys/stat.h>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+using namespace tandem;
+using namespace tandem::core;
+using tandem::testing::FakeCoordinator;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ManualClock, safe to read from the engine's threads while the test advances it.
+class TestClock final : public Clock {
+  public:
+    explicit TestClock(int64_t ms) : m_ms(ms) {}
+    int64_t nowMs() const override { return m_ms.load(); }
+    void advanceMs(int64_t d) { m_ms += d; }
+    void setMs(int64_t v) { m_ms = v; }
+
+  private:
+    std::atomic<int64_t> m_ms;
+};
+
+struct Probe {
+    std::mutex mu;
+    RuleProbe value{std::nullopt, PowerSource::Mains, std::nullopt};
+    RuleProbe get() {
+        std::lock_guard lock(mu);
+        return value;
+    }
+    void setPower(PowerSource p) {
+        std::lock_guard lock(mu);
+        value.power = p;
+    }
+};
+
+struct Recorder final : EngineObserver {
+    std::mutex mu;
+    std::vector<std::pair<EngineState, std::string>> states;
+    std::vector<std::string> logs;
+    std::function<void(const std::string&, int64_t)> onProgress;
+    int settled = 0;
+    void stateChanged(EngineState s, const std::string& reason) override {
+        std::lock_guard lock(mu);
+        states.emplace_back(s, reason);
+    }
+    void progress(const std::string& id, int64_t step, int64_t, float) override {
+        std::function<void(const std::string&, int64_t)> f;
+        {
+            std::lock_guard lock(mu);
+            f = onProgress;
+        }
+        if (f)
+            f(id, step);
+    }
+    void logLine(EventLevel, const std::string& m) override {
+        std::lock_guard lock(mu);
+        logs.push_back(m);
+    }
+    void workUnitSettled(const std::string&, WorkUnitState) override {
+        std::lock_guard lock(mu);
+        ++settled;
+    }
+    bool saw(EngineState s) {
+        std::lock_guard lock(mu);
+        for (auto& p : states)
+            if (p.first == s)
+                return true;
+        return false;
+    }
+    bool logged(const std::string& needle) {
+        std::lock_guard lock(mu);
+        for (auto& l : logs)
+            if (l.find(needle) != std::string::npos)
+                return true;
+        return false;
+    }
+};
+
+// Polls a condition (the engine runs on its own threads); false after a generous limit.
+template <class F>
+bool eventually(F f, int limitMs = 30000) {
+    for (int waited = 0; waited < limitMs; waited += 2) {
+        if (f())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return f();
+}
+
+constexpr int64_t kStart = 1795300000000;  // 2026-11-22, a Sunday
+
+struct Harness {
+    QTemporaryDir tmp;
+    fs::path dataDir;
+    TestClock clock{kStart};
+    FixedOffsetTimeZone zone{0};
+    Probe probe;
+    Recorder recorder;
+    FakeCoordinator& api;
+    std::unique_ptr<Engine> engine;
+    EngineConfig cfg;
+
+    explicit Harness(FakeCoordinator& fake, fs::path dir = {}) : api(fake) {
+        dataDir = dir.empty() ? fs::path(tmp.path().toStdString()) / "data" : dir;
+        cfg.dataDir = dataDir;
+        cfg.coordinatorUrl = "https://127.0.0.1:1";
+        cfg.device = "cpu";
+        cfg.pollIntervalMs = 5;
+        cfg.jitterSeed = 42;
+        cfg.rules.pauseOnBattery = true;
+        cfg.sampleIntervalMs = 0;
+    }
+    Status make() {
+        Engine::Dependencies d;
+        d.api = &api;
+        d.clock = &clock;
+        d.zone = &zone;
+        d.backends = [](const std::string& device) { return makeCpuBackend(device, 1); };
+        d.probe = [this] { return probe.get(); };
+        d.observer = &recorder;
+        auto e = Engine::create(cfg, d);
+        if (!e)
+            return e.error();
+        engine = std::move(*e);
+        return {};
+    }
+    EngineSnapshot snap() { return engine->snapshot(); }
+    bool waitState(EngineState s) {
+        return eventually([&] { return engine->snapshot().state == s; });
+    }
+};
+
+std::optional<WorkUnitRecord> unit(Engine& e, const std::string& id) {
+    auto r = e.ledger().workUnit(id);
+    return r ? *r : std::nullopt;
+}
+
+}  // namespace
+
+class TestEngine : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void backoffDelays() {
+        EngineConfig c;
+        c.backoffInitialMs = 1000;
+        c.backoffMaxMs = 10000;
+        c.backoffJitter = 0.5;
+        QCOMPARE(backoffDelayMs(c, 1, 0.0, std::nullopt), int64_t{1000});
+        QCOMPARE(backoffDelayMs(c, 2, 0.0, std::nullopt), int64_t{2000});
+        QCOMPARE(backoffDelayMs(c, 3, 0.0, std::nullopt), int64_t{4000});
+        QCOMPARE(backoffDelayMs(c, 5, 0.0, std::nullopt), int64_t{10000});  // capped
+        QCOMPARE(backoffDelayMs(c, 50, 0.0, std::nullopt), int64_t{10000});
+        QCOMPARE(backoffDelayMs(c, 3, 1.0, std::nullopt), int64_t{2000});  // half off at most
+        QCOMPARE(backoffDelayMs(c, 3, 0.5, std::nullopt), int64_t{3000});
+        QCOMPARE(backoffDelayMs(c, 3, 0.5, int64_t{7000}), int64_t{7000});  // Retry-After wins
+        QCOMPARE(backoffDelayMs(c, 1, 0.0, int64_t{999999999}), c.maxRetryAfterMs);
+    }
+
+    // Register, two work units trained and accepted, then Stopped (maxWorkUnits).
+    void lifecycle() {
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 2;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        h.engine->wait();
+        QCOMPARE(api.registrations, 1);
+        QCOMPARE(api.acceptCount.size(), size_t{2});
+        for (const auto& [id, count] : api.acceptCount)
+            QCOMPARE(count, 1);
+        // Every state of a unit's life was shown.
+        for (auto s : {EngineState::Fetching, EngineState::Downloading, EngineState::Training,
+                       EngineState::Stopped})
+            QVERIFY2(h.recorder.saw(s), toString(s));
+        // Files: identity and registration are private.
+        struct stat st {};
+        QCOMPARE(::stat((h.dataDir / "identity.pem").c_str(), &st), 0);
+        QCOMPARE(st.st_mode & 0777, 0600u);
+        QCOMPARE(::stat((h.dataDir / "registration.json").c_str(), &st), 0);
+        QCOMPARE(st.st_mode & 0777, 0600u);
+        // Ledger: both accepted with receipts that verify against the coordinator's key.
+        const int64_t P = api.model().parameterCount();
+        for (const char* id : {"1", "2"}) {
+            auto u = unit(*h.engine, id);
+            QVERIFY(u);
+            QCOMPARE(u->state, WorkUnitState::Accepted);
+            QCOMPARE(u->steps, int64_t{6});
+            QCOMPARE(u->tokens, int64_t{6 * 2 * 16});
+            QVERIFY(u->trainedAtMs.has_value());
+            auto r = h.engine->ledger().receipt(id);
+            QVERIFY(r && *r);
+            auto parsed = net::Receipt::fromJson(std::string((*r)->body.begin(), (*r)->body.end()));
+            QVERIFY(parsed);
+            QVERIFY(parsed->verify(api.key().publicKey()));
+            // Upload = 2 bytes per parameter plus the header.
+            QCOMPARE(static_cast<int64_t>(api.accepted[std::stoll(id)].size()),
+                     int64_t{128} + 2 * P);
+            auto tr = h.engine->ledger().transitions(id);
+            QVERIFY(tr);
+            std::vector<WorkUnitState> seq;
+            for (auto& t : *tr)
+                seq.push_back(t.state);
+            QVERIFY(seq.front() == WorkUnitState::Assigned);
+            QVERIFY(seq.back() == WorkUnitState::Accepted);
+            QVERIFY(std::find(seq.begin(), seq.end(), WorkUnitState::Training) != seq.end());
+            QVERIFY(std::find(seq.begin(), seq.end(), WorkUnitState::Trained) != seq.end());
+        }
+        // Transfers: result uploads of the right size, downloads recorded.
+        auto transfers = h.engine->ledger().recentTransfers(100);
+        QVERIFY(transfers);
+        int results = 0, weights = 0;
+        for (const auto& t : *transfers) {
+            if (t.purpose == "result") {
+                ++results;
+                QCOMPARE(t.bytes, int64_t{128} + 2 * P);
+                QCOMPARE(t.direction, Direction::Up);
+            }
+            if (t.purpose == "weights")
+                ++weights;
+        }
+        QCOMPARE(results, 2);
+        QCOMPARE(weights, 1);  // the second unit found the weights in the cache
+        auto totals = h.engine->ledger().totals();
+        QVERIFY(totals);
+        QCOMPARE(totals->workUnitsAccepted, int64_t{2});
+        QCOMPARE(totals->workUnitsPending, int64_t{0});
+        auto s = h.snap();
+        QCOMPARE(s.totals.workUnitsAccepted, int64_t{2});
+        QVERIFY(s.lastUpload && s.lastUpload->state == WorkUnitState::Accepted);
+        QCOMPARE(s.pendingUploads, 0);
+        // Nothing left behind but the moments for the next unit; they carried over (2H updates).
+        QVERIFY(fs::is_empty(h.dataDir / "results"));
+        QVERIFY(fs::is_empty(h.dataDir / "work"));
+        auto opt = loadCheckpoint(h.dataDir / "optimizer.ckpt");
+        QVERIFY(opt && opt->optimizer);
+        QCOMPARE(opt->optimizer->step, int64_t{12});
+        // The work request told the device, free disk and, the second time, a measured speed.
+        QVERIFY(api.requests.size() >= 2);
+        QCOMPARE(api.requests[0].device, std::string("cpu"));
+        QVERIFY(api.requests[0].freeDiskBytes > 0);
+        QVERIFY(api.requests[1].tokensPerSecond > 0);
+        QVERIFY(h.engine->ledger().integrityCheck().ok());
+    }
+
+    void pauseResumeAtStepBoundaryWithCheckpoint() {
+        FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        Engine* e = nullptr;
+        h.recorder.onProgress = [&](const std::string&, int64_t step) {
+            if (step == 3)
+                e->pause();
+        };
+        e = h.engine.get();
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Paused));
+        auto s = h.snap();
+        QVERIFY(s.current);
+        QCOMPARE(s.current->step, int64_t{3});
+        QCOMPARE(s.stateText, std::string("Paused"));
+        // The pause wrote a checkpoint of step 3.
+        QVERIFY(fs::exists(h.dataDir / "work" / "1" / "ckpt-3.ckpt"));
+        QCOMPARE(unit(*h.engine, "1")->steps, int64_t{3});
+        h.recorder.onProgress = nullptr;
+        h.engine->resume();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
+    }
+
+    void snoozeUntilTheClockSaysSo() {
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        h.engine->snooze(kStart + 3600000);
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Snoozed));
+        auto s = h.snap();
+        QCOMPARE(s.snoozedUntilMs, std::optional<int64_t>(kStart + 3600000));
+        QVERIFY2(s.stateText.rfind("Snoozed until ", 0) == 0, s.stateText.c_str());
+        QCOMPARE(s.nextActionAtMs, std::optional<int64_t>(kStart + 3600000));
+        QCOMPARE(api.workRequests, 0);
+        h.clock.advanceMs(3599000);
+        h.engine->wake();
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        QCOMPARE(h.snap().state, EngineState::Snoozed);
+        h.clock.advanceMs(1000);
+        h.engine->wake();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(api.acceptCount.size(), size_t{1});
+    }
+
+    // Without a unit in hand it pauses at once; with one, after that unit is trained.
+    void finishThenPauseWithoutUnitPausesNow() {
+        FakeCoordinator api;
+        Harness h(api);
+        QVERIFY(h.make().ok());
+        h.engine->setFinishThenPause();
+        QVERIFY(h.snap().finishThenPause);
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Paused));
+        QCOMPARE(api.workRequests, 0);
+    }
+
+    void finishThenPause() {
+        FakeCoordinator api;
+        Harness h(api);
+        QVERIFY(h.make().ok());
+        Engine* e = h.engine.get();
+        std::atomic<bool> flagShown{false};
+        h.recorder.onProgress = [&](const std::string&, int64_t step) {
+            if (step == 2) {
+                e->setFinishThenPause();
+                flagShown = e->snapshot().finishThenPause;
+            }
+        };
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Paused));
+        // The unit in hand was finished (and uploads go on); no second unit was fetched.
+        QVERIFY(eventually([&] { return h.snap().totals.workUnitsAccepted == 1; }));
+        QVERIFY(flagShown);
+        QCOMPARE(api.workRequests, 1);
+        QCOMPARE(unit(*h.engine, "1")->steps, int64_t{6});
+        QVERIFY(!h.snap().finishThenPause);
+        QVERIFY(!h.snap().current);
+        h.engine->quit();
+        h.engine->wait();
+        QCOMPARE(h.snap().state, EngineState::Stopped);
+    }
+
+    void ruleHoldsBeforeWorkAndReleases() {
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        h.probe.setPower(PowerSource::Battery);
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Waiting));
+        QCOMPARE(h.snap().reason, std::string("Waiting: on battery"));
+        QCOMPARE(h.snap().stateText, std::string("Waiting: on battery"));
+        QCOMPARE(api.registrations, 0);
+        h.probe.setPower(PowerSource::Mains);
+        h.engine->wake();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(api.acceptCount.size(), size_t{1});
+    }
+
+    void ruleHoldsDuringTraining() {
+        FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        h.cfg.rulesCheckIntervalMs = 0;  // every step
+        QVERIFY(h.make().ok());
+        h.recorder.onProgress = [&](const std::string&, int64_t step) {
+            if (step == 4)
+                h.probe.setPower(PowerSource::Battery);
+        };
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Waiting));
+        QCOMPARE(h.snap().current->step, int64_t{4});
+        QVERIFY(fs::exists(h.dataDir / "work" / "1" / "ckpt-4.ckpt"));
+        h.recorder.onProgress = nullptr;
+        h.probe.setPower(PowerSource::Mains);
+        h.engine->wake();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(unit(*h.engine, "1")->steps, int64_t{8});
+        // The held run gives exactly the result of an uninterrupted one.
+        FakeCoordinator api2("L=1,NH=2,C=16,T=16", 8);
+        Harness ref(api2);
+        ref.cfg.maxWorkUnits = 1;
+        QVERIFY(ref.make().ok());
+        ref.engine->start();
+        QVERIFY(ref.waitState(EngineState::Stopped));
+        QVERIFY(api.accepted[1] == api2.accepted[1]);
+    }
+
+    void downloadCapHoldsDownloads() {
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        h.cfg.rules.dailyDownloadCapBytes = 1000000;
+        QVERIFY(h.make().ok());
+        Transfer t;
+        t.atMs = kStart - 1000;
+        t.direction = Direction::Down;
+        t.purpose = "weights";
+        t.bytes = 999000;  // the next download would exceed the cap
+        QVERIFY(h.engine->ledger().recordTransfer(t).ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Waiting));
+        QVERIFY2(h.snap().reason.find("daily download cap") != std::string::npos,
+                 h.snap().reason.c_str());
+        QCOMPARE(api.workRequests, 1);  // fetched, then held before downloading
+        QVERIFY(h.snap().nextActionAtMs.has_value());
+        // The next local day the cap resets.
+        h.clock.setMs(*h.snap().nextActionAtMs + 1);
+        h.engine->wake();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(api.acceptCount.size(), size_t{1});
+    }
+
+    void backoffWithRetryAfter() {
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        h.cfg.backoffJitter = 0;  // exact delays
+        h.cfg.backoffInitialMs = 2000;
+        h.cfg.backoffMaxMs = 5000;
+        for (int i = 0; i < 3; ++i)
+            api.workFailures.push_back(apiFailure("connection refused", true));
+        ApiFailure busy = apiFailure("busy", true, int64_t{7000}, "busy", 503);
+        api.workFailures.push_back(busy);
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        for (int64_t expected : {2000, 4000, 5000, 7000}) {
+            QVERIFY(eventually([&] {
+                auto s = h.snap();
+                return s.state == EngineState::Backoff && s.nextActionAtMs &&
+                       *s.nextActionAtMs > h.clock.nowMs();
+            }));
+            auto s = h.snap();
+            QCOMPARE(*s.nextActionAtMs - h.clock.nowMs(), expected);
+            QVERIFY(s.reason.find(expected == 7000 ? "busy" : "connection refused") !=
+                    std::string::npos);
+            const int before = api.workRequests;
+            h.clock.advanceMs(expected - 1);
+            h.engine->wake();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            QCOMPARE(api.workRequests, before);  // not a moment early
+            h.clock.advanceMs(1);
+            h.engine->wake();
+            QVERIFY(eventually([&] { return api.workRequests == before + 1; }));
+        }
+        QVERIFY(h.waitState(EngineState::Stopped));
+    }
+
+    void noWorkIsIdleUntilRetryAfter() {
+        FakeCoordinator api;
+        api.maxWorkUnits = 0;
+        api.noWorkRetryAfterMs = 30000;
+        Harness h(api);
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Idle));
+        QVERIFY(eventually([&] { return h.snap().nextActionAtMs.has_value(); }));
+        QCOMPARE(*h.snap().nextActionAtMs, kStart + 30000);
+        QCOMPARE(h.snap().reason, std::string("no work available"));
+        h.engine->pause();
+        QVERIFY(h.waitState(EngineState::Paused));
+        h.engine->resume();
+        QVERIFY(h.waitState(EngineState::Idle));
+        QCOMPARE(api.workRequests, 1);
+        h.clock.advanceMs(30000);
+        h.engine->wake();
+        QVERIFY(eventually([&] { return api.workRequests == 2; }));
+    }
+
+    // Destroy the engine mid-unit like a crash (no checkpoint on the way out), start a new one on
+    // the same data directory: it resumes from the last periodic checkpoint and its result is
+    // bit-identical to an uninterrupted run.
+    void resumesAfterCrash() {
+        FakeCoordinator api("L=1,NH=2,C=16,T=16", 10);
+        QTemporaryDir dir;
+        const fs::path data = fs::path(dir.path().toStdString()) / "data";
+        {
+            Harness h(api, data);
+            h.cfg.checkpointEverySteps = 3;
+            QVERIFY(h.make().ok());
+            Engine* e = h.engine.get();
+            h.recorder.onProgress = [&](const std::string&, int64_t step) {
+                if (step == 5)
+                    e->crashForTesting();
+            };
+            h.engine->start();
+            QVERIFY(eventually([&] { return h.engine->finished(); }));
+            QVERIFY(fs::exists(data / "work" / "1" / "ckpt-3.ckpt"));
+            QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Training);
+        }
+        int firstStepSeen = -1;
+        {
+            Harness h(api, data);
+            h.cfg.maxWorkUnits = 1;
+            h.cfg.checkpointEverySteps = 3;
+            h.recorder.onProgress = [&](const std::string&, int64_t step) {
+                if (firstStepSeen < 0)
+                    firstStepSeen = static_cast<int>(step);
+            };
+            QVERIFY(h.make().ok());
+            h.engine->start();
+            QVERIFY(h.waitState(EngineState::Stopped));
+            QCOMPARE(firstStepSeen, 4);  // resumed after step 3
+            QVERIFY(h.recorder.logged("resuming at step 3"));
+            QCOMPARE(api.registrations, 1);  // the registration survived
+            auto u = unit(*h.engine, "1");
+            QCOMPARE(u->state, WorkUnitState::Accepted);
+            QCOMPARE(u->steps, int64_t{10});
+            QVERIFY(h.engine->ledger().integrityCheck().ok());
+            auto rows = h.engine->ledger().workUnits(100);
+            QCOMPARE(rows->size(), size_t{1});
+        }
+        FakeCoordinator ref("L=1,NH=2,C=16,T=16", 10);
+        Harness r(ref);
+        r.cfg.maxWorkUnits = 1;
+        QVERIFY(r.make().ok());
+        r.engine->start();
+        QVERIFY(r.waitState(EngineState::Stopped));
+        QVERIFY(api.accepted[1] == ref.accepted[1]);
+    }
+
+    // Crash after the coordinator accepted the upload but before the receipt was stored: the
+    // restart uploads again, the coordinator counts it once, the ledger gets the receipt once.
+    void crashAfterUploadBeforeReceipt() {
+        FakeCoordinator api;
+        QTemporaryDir dir;
+        const fs::path data = fs::path(dir.path().toStdString()) / "data";
+        {
+            Harness h(api, data);
+            QVERIFY(h.make().ok());
+            Engine* e = h.engine.get();
+            api.onUploadAccepted = [e](int64_t) { e->crashForTesting(); };
+            h.engine->start();
+            QVERIFY(eventually([&] { return h.engine->finished(); }));
+            QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Uploading);
+            QVERIFY(fs::exists(data / "results" / "1.result"));
+        }
+        api.onUploadAccepted = nullptr;
+        {
+            Harness h(api, data);
+            h.cfg.maxWorkUnits = 1;
+            QVERIFY(h.make().ok());
+            h.engine->start();
+            QVERIFY(
+                eventually([&] { return unit(*h.engine, "1")->state == WorkUnitState::Accepted; }));
+            QCOMPARE(api.acceptCount[1], 1);
+            QVERIFY(api.uploadAttempts >= 2);
+            QVERIFY(eventually([&] { return !fs::exists(data / "results" / "1.result"); }));
+            h.engine->quit();
+            h.engine->wait();
+            QVERIFY(h.engine->ledger().integrityCheck().ok());
+        }
+    }
+
+    // While a result uploads, the next unit trains; with two results pending it waits.
+    void overlapTrainsWhileUploading() {
+        FakeCoordinator api;
+        api.blockUploads = true;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 3;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        // Unit 2 finishes training while unit 1's upload hangs; then the engine only uploads.
+        QVERIFY(eventually([&] {
+            auto u = unit(*h.engine, "2");
+            return u && u->state == WorkUnitState::Trained;
+        }));
+        QVERIFY(h.waitState(EngineState::Uploading));
+        auto s = h.snap();
+        QCOMPARE(s.pendingUploads, 2);
+        QVERIFY(s.upload && s.upload->id == "1");
+        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Uploading);
+        QVERIFY(!unit(*h.engine, "3"));
+        {
+            std::lock_guard lock(api.mu);
+            api.blockUploads = false;
+        }
+        api.cv.notify_all();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(api.acceptCount.size(), size_t{3});
+        QCOMPARE(h.snap().totals.workUnitsAccepted, int64_t{3});
+    }
+
+    void nanFailsLocallyAndSendsNothing() {
+        FakeCoordinator api;
+        api.nanUnits.insert(1);
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        auto u1 = unit(*h.engine, "1");
+        QCOMPARE(u1->state, WorkUnitState::Failed);
+        auto tr = h.engine->ledger().transitions("1");
+        QVERIFY(tr->back().detail.find("loss") != std::string::npos ||
+                tr->back().detail.find("finite") != std::string::npos);
+        QCOMPARE(api.acceptCount.count(1), size_t{0});
+        QCOMPARE(unit(*h.engine, "2")->state, WorkUnitState::Accepted);  // went on with the next
+        QVERIFY(!fs::exists(h.dataDir / "work" / "1"));
+        QVERIFY(!h.snap().lastError.empty());
+    }
+
+    void receiptMustVerify() {
+        FakeCoordinator api;
+        api.badReceiptKey = true;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Rejected);
+        auto r = h.engine->ledger().receipt("1");
+        QVERIFY(r && !*r);
+        auto s = h.snap();
+        QVERIFY(s.lastUpload && s.lastUpload->state == WorkUnitState::Rejected);
+        QVERIFY2(
+            s.lastUpload->detail.find("not signed by the coordinator key") != std::string::npos,
+            s.lastUpload->detail.c_str());
+    }
+
+    void manifestMustVerify() {
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        // A registration that pins another key: every manifest is refused.
+        {
+            std::string json = std::string("{\"coordinator_url\":\"https://127.0.0.1:1\",") +
+                               "\"client_id\":1,\"token\":\"t\",\"coordinator_public_key\":\"" +
+                               net::toBase64(net::SigningKey::generate()->publicKey()) + "\"}";
+            QVERIFY(writePrivateFileAtomically(h.dataDir / "registration.json", json).ok());
+        }
+        h.engine.reset();
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Backoff));
+        QVERIFY(h.snap().reason.find("not signed by the coordinator key") != std::string::npos);
+        QVERIFY(!unit(*h.engine, "1"));
+        h.engine->quit();
+        h.engine->wait();
+    }
+
+    void abandonWhenTold() {
+        FakeCoordinator api;
+        api.abandonOnProgress = true;
+        api.maxWorkUnits = 1;
+        Harness h(api);
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(eventually([&] {
+            auto u = unit(*h.engine, "1");
+            return u && u->state == WorkUnitState::Abandoned;
+        }));
+        QVERIFY(h.waitState(EngineState::Idle));
+        QVERIFY(!fs::exists(h.dataDir / "work" / "1"));
+        QCOMPARE(api.uploadAttempts, 0);
+        h.engine->quit();
+        h.engine->wait();
+    }
+
+    // A refused upload (not transient) is settled as Rejected; a transient one is retried.
+    void uploadRetriesThenSettles() {
+        FakeCoordinator api;
+        api.uploadFailures.push_back(apiFailure("connection reset", true));
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        h.cfg.backoffJitter = 0;
+        h.cfg.backoffInitialMs = 1000;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(eventually([&] {
+            return api.uploadAttempts == 1 && unit(*h.engine, "1")->state == WorkUnitState::Trained;
+        }));
+        h.clock.advanceMs(1000);
+        h.engine->wake();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(api.uploadAttempts, 2);
+        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
+        auto transfers = h.engine->ledger().recentTransfers(100);
+        int failed = 0;
+        for (auto& t : *transfers)
+            failed += t.purpose == "result" && !t.ok;
+        QCOMPARE(failed, 1);
+    }
+
+    void quitCheckpointsAndResumes() {
+        FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
+        QTemporaryDir dir;
+        const fs::path data = fs::path(dir.path().toStdString()) / "data";
+        {
+            Harness h(api, data);
+            QVERIFY(h.make().ok());
+            Engine* e = h.engine.get();
+            h.recorder.onProgress = [&](const std::string&, int64_t step) {
+                if (step == 2)
+                    e->quit();
+            };
+            h.engine->start();
+            h.engine->wait();
+            QCOMPARE(h.snap().state, EngineState::Stopped);
+            QVERIFY(fs::exists(data / "work" / "1" / "ckpt-2.ckpt"));
+        }
+        Harness h(api, data);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QVERIFY(h.recorder.logged("resuming at step 2"));
+        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestEngine)
+#include "test_engine.moc"
