@@ -15,10 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace tandem;
@@ -44,6 +47,7 @@ struct Result {
     int64_t params = 0;
     int threads = 0;
     double medianMs = 0;
+    double cpuMs = 0;  // process CPU time per call, all threads: less sensitive to other load
     double paramsPerSecond = 0;
     double gigabytesPerSecond = 0;
 };
@@ -78,17 +82,27 @@ bool parseCount(const char* text, const char* flag, int64_t lo, int64_t hi, int6
     return true;
 }
 
-double medianMs(int repeats, const std::function<void()>& fn) {
+double processCpuMs() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+// Median wall time and median process CPU time of repeated calls, in ms.
+std::pair<double, double> medianMs(int repeats, const std::function<void()>& fn) {
     fn();  // untimed: first touch of pages, warm caches and threads
-    std::vector<double> times;
+    std::vector<double> times, cpuTimes;
     for (int i = 0; i < repeats; ++i) {
+        const double cpuStart = processCpuMs();
         const auto start = std::chrono::steady_clock::now();
         fn();
         const auto stop = std::chrono::steady_clock::now();
+        cpuTimes.push_back(processCpuMs() - cpuStart);
         times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
     std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    std::sort(cpuTimes.begin(), cpuTimes.end());
+    return {times[times.size() / 2], cpuTimes[cpuTimes.size() / 2]};
 }
 
 std::string withCommas(int64_t n) {
@@ -148,8 +162,8 @@ int main(int argc, char** argv) {
     const std::string cpu = cpuModel();
     std::printf("CPU: %s (%u hardware threads)\n", cpu.c_str(),
                 std::thread::hardware_concurrency());
-    std::printf("%-22s %14s %7s %10s %14s %9s\n", "kernel", "parameters", "threads", "median ms",
-                "Gparams/s", "GB/s");
+    std::printf("%-22s %14s %7s %10s %8s %14s %9s\n", "kernel", "parameters", "threads",
+                "median ms", "cpu ms", "Gparams/s", "GB/s");
 
     std::vector<Result> results;
     for (const int64_t P : sizes) {
@@ -171,11 +185,12 @@ int main(int argc, char** argv) {
                 r.kernel = kernel;
                 r.params = P;
                 r.threads = static_cast<int>(threads);
-                r.medianMs = medianMs(static_cast<int>(repeats), fn);
+                std::tie(r.medianMs, r.cpuMs) = medianMs(static_cast<int>(repeats), fn);
                 r.paramsPerSecond = P / (r.medianMs * 1e-3);
                 r.gigabytesPerSecond = r.paramsPerSecond * bytesPerParam * 1e-9;
-                std::printf("%-22s %14s %7d %10.2f %14.3f %9.1f\n", kernel, withCommas(P).c_str(),
-                            r.threads, r.medianMs, r.paramsPerSecond * 1e-9, r.gigabytesPerSecond);
+                std::printf("%-22s %14s %7d %10.2f %8.2f %14.3f %9.1f\n", kernel,
+                            withCommas(P).c_str(), r.threads, r.medianMs, r.cpuMs,
+                            r.paramsPerSecond * 1e-9, r.gigabytesPerSecond);
                 std::fflush(stdout);
                 results.push_back(r);
             };
@@ -220,7 +235,7 @@ int main(int argc, char** argv) {
             const Result& r = results[i];
             json << "    {\"kernel\": \"" << r.kernel << "\", \"params\": " << r.params
                  << ", \"threads\": " << r.threads << ", \"medianMs\": " << r.medianMs
-                 << ", \"paramsPerSecond\": " << r.paramsPerSecond
+                 << ", \"cpuMs\": " << r.cpuMs << ", \"paramsPerSecond\": " << r.paramsPerSecond
                  << ", \"gigabytesPerSecond\": " << r.gigabytesPerSecond << "}"
                  << (i + 1 < results.size() ? ",\n" : "\n");
         }
