@@ -98,6 +98,8 @@ struct AttemptOutcome {
     bool connected = false;
     std::optional<HttpError> sinkError;  // set by a sink that refused the body
     int64_t bytesReceived = 0;
+    int64_t bytesSent = 0;  // body bytes handed to libcurl
+    double secondsPretransfer = 0, secondsStartTransfer = 0, secondsTotal = 0;
 };
 
 struct CallbackState {
@@ -240,6 +242,8 @@ const char* httpErrorKindName(HttpErrorKind kind) {
             return "bad_response";
         case HttpErrorKind::ChecksumMismatch:
             return "checksum_mismatch";
+        case HttpErrorKind::BadSignature:
+            return "bad_signature";
         case HttpErrorKind::Cancelled:
             return "cancelled";
         case HttpErrorKind::LocalIo:
@@ -259,8 +263,11 @@ bool HttpError::transient() const {
         case HttpErrorKind::Proxy:
             return true;
         case HttpErrorKind::HttpStatus:
+            // 409 upload_in_progress: the coordinator has not yet seen the end of an earlier,
+            // broken attempt of the same upload.
             return httpStatus == 408 || httpStatus == 429 || httpStatus == 500 ||
-                   httpStatus == 502 || httpStatus == 503 || httpStatus == 504;
+                   httpStatus == 502 || httpStatus == 503 || httpStatus == 504 ||
+                   (httpStatus == 409 && apiCode == "upload_in_progress");
         default:
             return false;
     }
@@ -424,6 +431,16 @@ HttpClient::~HttpClient() = default;
 void HttpClient::setBearerToken(std::string token) {
     std::lock_guard lock(m_impl->mutex);
     m_impl->token = std::move(token);
+}
+
+void HttpClient::closeConnections() {
+    std::vector<CURL*> handles;
+    {
+        std::lock_guard lock(m_impl->mutex);
+        handles.swap(m_impl->idle);
+    }
+    for (CURL* h : handles)
+        curl_easy_cleanup(h);
 }
 
 void HttpClient::setRateLimits(int64_t maxSendBytesPerSecond, int64_t maxRecvBytesPerSecond) {
@@ -722,6 +739,15 @@ static AttemptOutcome performAttempt(HttpClient::Impl& impl, const HttpClientCon
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_off_t appConnect = 0;
     curl_easy_getinfo(h, CURLINFO_APPCONNECT_TIME_T, &appConnect);
+    curl_off_t pre = 0, first = 0, total = 0, sent = 0;
+    curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre);
+    curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &first);
+    curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
+    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &sent);
+    out.secondsPretransfer = static_cast<double>(pre) * 1e-6;
+    out.secondsStartTransfer = static_cast<double>(first) * 1e-6;
+    out.secondsTotal = static_cast<double>(total) * 1e-6;
+    out.bytesSent = sent;
     out.verifyResult = verify;
     out.osErrno = osErrno;
     out.connected = appConnect > 0;
@@ -738,6 +764,21 @@ static AttemptOutcome performAttempt(HttpClient::Impl& impl, const HttpClientCon
 }
 
 namespace {
+
+HttpResponse toResponse(AttemptOutcome&& out, const HttpClientConfig& cfg) {
+    HttpResponse resp;
+    resp.status = out.status;
+    resp.headers = std::move(out.headers);
+    resp.body = std::move(out.body);
+    if (auto ra = resp.header("retry-after"))
+        resp.retryAfter = parseRetryAfter(*ra, cfg.now());
+    resp.secondsPretransfer = out.secondsPretransfer;
+    resp.secondsStartTransfer = out.secondsStartTransfer;
+    resp.secondsTotal = out.secondsTotal;
+    resp.bytesUploaded = out.bytesSent;
+    resp.bytesDownloaded = out.bytesReceived;
+    return resp;
+}
 
 // Runs attempts until one succeeds, fails for good, or the policy's attempts are used up.
 template <class T, class F>
@@ -790,13 +831,7 @@ HttpResult<HttpResponse> HttpClient::requestJson(const std::string& method, cons
         if (out.bodyTruncated)
             return makeHttpError(HttpErrorKind::BadResponse,
                                  "the answer of " + spec.url + " is larger than 16 MiB");
-        HttpResponse resp;
-        resp.status = out.status;
-        resp.headers = std::move(out.headers);
-        resp.body = std::move(out.body);
-        if (auto ra = resp.header("retry-after"))
-            resp.retryAfter = parseRetryAfter(*ra, m_config.now());
-        return resp;
+        return toResponse(std::move(out), m_config);
     });
 }
 
@@ -821,11 +856,7 @@ HttpResult<HttpResponse> HttpClient::get(const std::string& url, int64_t maxByte
         return makeHttpError(
             HttpErrorKind::BadResponse,
             "the answer of " + spec.url + " is larger than " + std::to_string(maxBytes) + " bytes");
-    HttpResponse resp;
-    resp.status = out.status;
-    resp.headers = std::move(out.headers);
-    resp.body = std::move(out.body);
-    return resp;
+    return toResponse(std::move(out), m_config);
 }
 
 namespace {
@@ -922,6 +953,10 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
         }
     }
     result.resumedFrom = fileSize(part);
+    const bool ranged = request.rangeStart >= 0;
+    if (ranged && request.expectedBytes <= 0)
+        return makeHttpError(HttpErrorKind::Other,
+                             "a ranged download needs its length (expectedBytes > 0)");
 
     return withRetries<DownloadResult>(
         m_config.retry, *this, m_config, [&](int n) -> HttpResult<DownloadResult> {
@@ -949,7 +984,12 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
             AttemptSpec spec;
             spec.method = "GET";
             spec.url = *full;
-            if (offset > 0) {
+            // Absolute position in the resource of the first byte wanted.
+            const int64_t base = ranged ? request.rangeStart : 0;
+            if (ranged) {
+                spec.headers.emplace("Range", "bytes=" + std::to_string(base + offset) + "-" +
+                                                  std::to_string(base + request.expectedBytes - 1));
+            } else if (offset > 0) {
                 spec.headers.emplace("Range", "bytes=" + std::to_string(offset) + "-");
                 // Protocol v1: the ETag is the SHA-256; another version of the file gives 200.
                 spec.headers.emplace("If-Range", "\"" + expectedHex + "\"");
@@ -959,7 +999,9 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
             spec.progressTotal = request.expectedBytes;
 
             bool decided = false;
+            bool rangeComplete = false;  // a ranged download got all its bytes from a 200
             int64_t writePos = offset;
+            int64_t skip = 0;  // bytes of a 200 body before the wanted range
             std::optional<HttpError> sinkError;
             BodySink sink;
             sink.write = [&](const char* data, size_t size, long status,
@@ -970,15 +1012,17 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                         auto it = headers.find("content-range");
                         auto cr =
                             it == headers.end() ? std::nullopt : parseContentRange(it->second);
-                        if (!cr || cr->first != offset ||
-                            (request.expectedBytes >= 0 && cr->total >= 0 &&
+                        if (!cr || cr->first != base + offset ||
+                            (ranged && cr->last > base + request.expectedBytes - 1) ||
+                            (!ranged && request.expectedBytes >= 0 && cr->total >= 0 &&
                              cr->total != request.expectedBytes)) {
                             sinkError = makeHttpError(
                                 HttpErrorKind::BadResponse,
                                 "206 from " + *full + " with Content-Range '" +
                                     (it == headers.end() ? std::string("(none)") : it->second) +
-                                    "', expected one starting at byte " + std::to_string(offset) +
-                                    (request.expectedBytes >= 0
+                                    "', expected one starting at byte " +
+                                    std::to_string(base + offset) +
+                                    (!ranged && request.expectedBytes >= 0
                                          ? " of " + std::to_string(request.expectedBytes)
                                          : std::string()) +
                                     "; nothing was appended");
@@ -992,8 +1036,21 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                             return false;
                         }
                         writePos = 0;
+                        skip = base;
                         spec.progressBase = 0;
                     }
+                }
+                if (skip > 0) {
+                    const size_t drop =
+                        static_cast<size_t>(std::min<int64_t>(skip, static_cast<int64_t>(size)));
+                    data += drop;
+                    size -= drop;
+                    skip -= static_cast<int64_t>(drop);
+                }
+                if (ranged && writePos + static_cast<int64_t>(size) >= request.expectedBytes) {
+                    // Only up to the end of the range; a 200 body goes on past it.
+                    size = static_cast<size_t>(request.expectedBytes - writePos);
+                    rangeComplete = true;
                 }
                 size_t done = 0;
                 while (done < size) {
@@ -1007,7 +1064,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                     done += static_cast<size_t>(w);
                     writePos += w;
                 }
-                return true;
+                return !rangeComplete;  // stop reading once the range is complete
             };
             spec.sink = &sink;
             AttemptOutcome out = performAttempt(*m_impl, m_config, spec);
@@ -1015,8 +1072,18 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                 result.bytesTransferred += out.bytesReceived;
             if (sinkError)
                 out.sinkError = sinkError;
-            if (out.code != CURLE_OK)
-                return classify(spec, out, m_config);
+            if (rangeComplete && out.code == CURLE_WRITE_ERROR && !sinkError)
+                out.code = CURLE_OK;
+            if (out.code != CURLE_OK) {
+                HttpError e = classify(spec, out, m_config);
+                e.bytesTransferred = result.bytesTransferred;
+                return e;
+            }
+            if (ranged && out.status == 416)
+                return makeHttpError(HttpErrorKind::BadResponse,
+                                     "416 from " + *full + ": the resource has no bytes " +
+                                         std::to_string(base + offset) + ".." +
+                                         std::to_string(base + request.expectedBytes - 1));
             if (out.status == 416) {
                 auto it = out.headers.find("content-range");
                 auto cr = it == out.headers.end() ? std::nullopt : parseContentRange(it->second);
@@ -1079,6 +1146,7 @@ HttpResult<HttpResponse> HttpClient::upload(const std::string& method, const std
         }
     } closer{fd};
     const RetryPolicy policy = retry.value_or(m_config.retry);
+    int64_t totalSent = 0;
     return withRetries<HttpResponse>(policy, *this, m_config, [&](int) -> HttpResult<HttpResponse> {
         source.position = 0;
         AttemptSpec spec;
@@ -1091,15 +1159,19 @@ HttpResult<HttpResponse> HttpClient::upload(const std::string& method, const std
         spec.progress = &progress;
         spec.maxMemoryBody = 1 << 20;
         AttemptOutcome out = performAttempt(*m_impl, m_config, spec);
+        totalSent += out.bytesSent;
+        HttpError e;
         if (out.code != CURLE_OK)
-            return classify(spec, out, m_config);
-        if (out.status < 200 || out.status >= 300)
-            return httpStatusError(spec, out, m_config.now());
-        HttpResponse resp;
-        resp.status = out.status;
-        resp.headers = std::move(out.headers);
-        resp.body = std::move(out.body);
-        return resp;
+            e = classify(spec, out, m_config);
+        else if (out.status < 200 || out.status >= 300)
+            e = httpStatusError(spec, out, m_config.now());
+        else {
+            HttpResponse resp = toResponse(std::move(out), m_config);
+            resp.bytesUploaded = totalSent;
+            return resp;
+        }
+        e.bytesTransferred = totalSent;
+        return e;
     });
 }
 

@@ -40,6 +40,7 @@ enum class HttpErrorKind {
     HttpStatus,         // the server answered 4xx/5xx (apiCode/apiMessage from its JSON body)
     BadResponse,        // an answer that breaks the protocol (wrong Content-Range, bad JSON)
     ChecksumMismatch,   // a download whose SHA-256 (or size) is not the expected one
+    BadSignature,       // a manifest or receipt whose signature does not verify
     Cancelled,          // a progress callback asked to stop
     LocalIo,            // reading or writing a local file failed
     Other,
@@ -55,8 +56,10 @@ struct HttpError {
     std::string apiMessage;
     std::optional<std::chrono::milliseconds> retryAfter;  // from a Retry-After header
     int attempts = 1;                                     // how many tries were made
+    int64_t bytesTransferred = 0;  // body bytes moved over the network, over all attempts
 
-    // Worth trying again later: transport failures and 408/429/500/502/503/504.
+    // Worth trying again later: transport failures, 408/429/500/502/503/504, and 409
+    // upload_in_progress (an earlier broken attempt not yet noticed by the coordinator).
     bool transient() const;
     Error toError() const { return Error{message}; }
 };
@@ -94,6 +97,10 @@ struct HttpResponse {
     std::string body;
     std::optional<std::string> header(const std::string& nameLowerCase) const;
     std::optional<std::chrono::milliseconds> retryAfter;  // parsed Retry-After, if any
+    // Timings of the (last) attempt, from its start: request sent (pretransfer), first answer
+    // byte (startTransfer), done (total); body bytes sent and received by it.
+    double secondsPretransfer = 0, secondsStartTransfer = 0, secondsTotal = 0;
+    int64_t bytesUploaded = 0, bytesDownloaded = 0;  // upload(): bytes sent over all attempts
 };
 
 struct TransferProgress {
@@ -163,6 +170,10 @@ struct DownloadRequest {
     Sha256Digest expectedSha256{};
     int64_t expectedBytes = -1;  // -1: unknown
     ProgressCallback progress;
+    // >= 0: download only bytes [rangeStart, rangeStart + expectedBytes) of the resource (a data
+    // range of a shard); expectedSha256 is then the digest of that range. A server that answers
+    // 200 (whole resource) is read up to the range's end and the rest is dropped.
+    int64_t rangeStart = -1;
 };
 
 struct DownloadResult {
@@ -208,7 +219,11 @@ class HttpClient {
                                     std::optional<RetryPolicy> retry = std::nullopt);
 
     void setBearerToken(std::string token);
-    // 0: unlimited; applies to transfers that start afterwards.
+    // Drops the idle kept-alive connections (after a network change; tests use it so that the
+    // next request opens a new connection).
+    void closeConnections();
+    // 0: unlimited; applies to transfers that start afterwards. An average: libcurl reads a burst
+    // (about 1.6 MB) before it first pauses, so short transfers may run faster.
     void setRateLimits(int64_t maxSendBytesPerSecond, int64_t maxRecvBytesPerSecond);
     const HttpClientConfig& config() const { return m_config; }
 

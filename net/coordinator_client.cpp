@@ -1,0 +1,198 @@
+#include "coordinator_client.hpp"
+
+#include "result_format.hpp"
+
+#include <cstdio>
+
+namespace tandem::net {
+
+namespace {
+
+HttpError protocolError(HttpErrorKind kind, std::string message) {
+    HttpError e;
+    e.kind = kind;
+    e.message = std::move(message);
+    return e;
+}
+
+}  // namespace
+
+HttpResult<std::unique_ptr<CoordinatorClient>> CoordinatorClient::create(
+    HttpClientConfig config, std::optional<PublicKey> coordinatorKey) {
+    auto http = HttpClient::create(std::move(config));
+    if (!http)
+        return http.error();
+    std::unique_ptr<CoordinatorClient> c(new CoordinatorClient(std::move(http.value())));
+    c->m_coordinatorKey = coordinatorKey;
+    return c;
+}
+
+void CoordinatorClient::setToken(const std::string& token) {
+    m_http->setBearerToken(token);
+}
+
+void CoordinatorClient::setCoordinatorKey(const PublicKey& key) {
+    std::lock_guard lock(m_mutex);
+    m_coordinatorKey = key;
+}
+
+std::optional<PublicKey> CoordinatorClient::coordinatorKey() const {
+    std::lock_guard lock(m_mutex);
+    return m_coordinatorKey;
+}
+
+HttpResult<RegisterResponse> CoordinatorClient::registerClient(const RegisterRequest& request) {
+    auto res =
+        m_http->requestJson("POST", "/v1/clients", request.toJson(), {}, RetryPolicy::none());
+    if (!res)
+        return res.error();
+    auto parsed = RegisterResponse::fromJson(res->body);
+    if (!parsed)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the registration answer is not valid: " + parsed.error().message);
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_coordinatorKey && *m_coordinatorKey != parsed->coordinatorPublicKey)
+            return protocolError(HttpErrorKind::BadSignature,
+                                 "the coordinator answered registration with the key " +
+                                     toBase64(parsed->coordinatorPublicKey) +
+                                     ", but the pinned coordinator key is " +
+                                     toBase64(*m_coordinatorKey));
+        m_coordinatorKey = parsed->coordinatorPublicKey;
+    }
+    m_http->setBearerToken(parsed->token);
+    return parsed.value();
+}
+
+HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request) {
+    const auto key = coordinatorKey();
+    if (!key)
+        return protocolError(HttpErrorKind::BadSignature,
+                             "no coordinator key is pinned (register first), so a manifest "
+                             "could not be verified");
+    auto res = m_http->requestJson("POST", "/v1/work", request.toJson(), {}, RetryPolicy::none());
+    if (!res)
+        return res.error();
+    WorkOffer offer;
+    if (res->status == 204) {
+        offer.retryAfter = res->retryAfter.value_or(std::chrono::seconds(30));
+        return offer;
+    }
+    auto manifest = Manifest::fromJson(res->body);
+    if (!manifest)
+        return protocolError(
+            HttpErrorKind::BadResponse,
+            "the work answer is not a valid manifest: " + manifest.error().message);
+    if (!manifest->verify(*key))
+        return protocolError(HttpErrorKind::BadSignature,
+                             "the manifest of work unit " + std::to_string(manifest->workUnitId) +
+                                 " is not signed by the pinned coordinator key " + toBase64(*key) +
+                                 "; it was refused");
+    offer.manifest = std::move(manifest.value());
+    offer.manifestJson = std::move(res->body);
+    return offer;
+}
+
+HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
+    const Manifest& manifest, const std::filesystem::path& destination,
+    const ProgressCallback& progress) {
+    DownloadRequest req;
+    req.url = manifest.weightsUrl;
+    req.destination = destination;
+    req.expectedSha256 = manifest.weightsSha256;
+    req.expectedBytes = manifest.weightsBytes > 0 ? manifest.weightsBytes : -1;
+    req.progress = progress;
+    return m_http->download(req);
+}
+
+HttpResult<DownloadResult> CoordinatorClient::downloadData(const Manifest& manifest,
+                                                           const std::filesystem::path& destination,
+                                                           const ProgressCallback& progress) {
+    DownloadRequest req;
+    req.url = manifest.dataUrl;
+    req.destination = destination;
+    req.expectedSha256 = manifest.dataSha256;
+    req.expectedBytes = manifest.dataLength;
+    req.rangeStart = manifest.dataOffset;
+    req.progress = progress;
+    return m_http->download(req);
+}
+
+HttpResult<ProgressReply> CoordinatorClient::reportProgress(int64_t workUnitId,
+                                                            const ProgressReport& report) {
+    auto res = m_http->requestJson("POST", "/v1/work/" + std::to_string(workUnitId) + "/progress",
+                                   report.toJson(), {}, RetryPolicy::none());
+    if (!res)
+        return res.error();
+    auto reply = ProgressReply::fromJson(res->body);
+    if (!reply)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the progress answer is not valid: " + reply.error().message);
+    return reply.value();
+}
+
+HttpResult<UploadReceipt> CoordinatorClient::uploadResult(const std::string& uploadUrl,
+                                                          const std::filesystem::path& resultFile,
+                                                          const Signature& signature,
+                                                          const ProgressCallback& progress) {
+    const auto key = coordinatorKey();
+    if (!key)
+        return protocolError(HttpErrorKind::BadSignature,
+                             "no coordinator key is pinned (register first), so a receipt "
+                             "could not be verified");
+    // The header names the work unit and gives the digest the receipt must carry.
+    std::array<uint8_t, kResultHeaderBytes> headerBytes{};
+    {
+        FILE* f = std::fopen(resultFile.c_str(), "rb");
+        const size_t got = f ? std::fread(headerBytes.data(), 1, headerBytes.size(), f) : 0;
+        if (f)
+            std::fclose(f);
+        if (got != headerBytes.size())
+            return protocolError(
+                HttpErrorKind::LocalIo,
+                "cannot read the 128-byte result header of " + resultFile.string());
+    }
+    auto header = parseResultHeader(headerBytes);
+    if (!header)
+        return protocolError(
+            HttpErrorKind::LocalIo,
+            "the result file " + resultFile.string() + " is not valid: " + header.error().message);
+    const Sha256Digest digest = sha256(std::span<const uint8_t>(headerBytes));
+    auto res = m_http->upload("PUT", uploadUrl, UploadBody{resultFile}, "application/octet-stream",
+                              {{"X-Tandem-Signature", toBase64(signature)}}, progress);
+    if (!res)
+        return res.error();
+    auto receipt = Receipt::fromJson(res->body);
+    if (!receipt)
+        return protocolError(
+            HttpErrorKind::BadResponse,
+            "the upload answer is not a valid receipt: " + receipt.error().message);
+    if (!receipt->verify(*key))
+        return protocolError(HttpErrorKind::BadSignature,
+                             "the receipt for work unit " + std::to_string(header->workUnitId) +
+                                 " is not signed by the pinned coordinator key");
+    if (receipt->workUnitId != header->workUnitId || receipt->resultDigest != digest)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the receipt is for work unit " + std::to_string(receipt->workUnitId) +
+                                 " and digest " + toHex(receipt->resultDigest) +
+                                 ", expected work unit " + std::to_string(header->workUnitId) +
+                                 " and digest " + toHex(digest));
+    UploadReceipt out;
+    out.receipt = std::move(receipt.value());
+    out.receiptJson = std::move(res->body);
+    out.bytesSent = res->bytesUploaded;
+    return out;
+}
+
+HttpResult<RunStatus> CoordinatorClient::status() {
+    auto res = m_http->requestJson("GET", "/v1/status");
+    if (!res)
+        return res.error();
+    auto st = RunStatus::fromJson(res->body);
+    if (!st)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the status answer is not valid: " + st.error().message);
+    return st.value();
+}
+
+}  // namespace tandem::net

@@ -1,0 +1,81 @@
+// Typed calls for every endpoint of protocol v1 (docs/protocol.md) over the HTTPS client. Answers
+// come back as the net/protocol.hpp types; manifests and receipts are checked against the pinned
+// coordinator key before they are returned.
+#pragma once
+
+#include "http_client.hpp"
+#include "protocol.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace tandem::net {
+
+struct WorkOffer {
+    std::optional<Manifest> manifest;         // none: no work now (204)
+    std::string manifestJson;                 // the manifest exactly as received
+    std::chrono::milliseconds retryAfter{0};  // without a manifest: when to ask again
+};
+
+struct UploadReceipt {
+    Receipt receipt;
+    std::string receiptJson;  // exactly as received (for the ledger)
+    int64_t bytesSent = 0;    // over all attempts
+};
+
+class CoordinatorClient {
+  public:
+    // `coordinatorKey`: pinned at an earlier registration (kept by the caller); without it the
+    // key from registerClient() is pinned.
+    static HttpResult<std::unique_ptr<CoordinatorClient>> create(
+        HttpClientConfig config, std::optional<PublicKey> coordinatorKey = std::nullopt);
+
+    // POST /v1/clients. Takes the bearer token and pins the coordinator key; when a key was
+    // pinned already and the answer carries another, that is a BadSignature error.
+    HttpResult<RegisterResponse> registerClient(const RegisterRequest& request);
+    void setToken(const std::string& token);
+    void setCoordinatorKey(const PublicKey& key);
+    std::optional<PublicKey> coordinatorKey() const;
+
+    // POST /v1/work: a manifest whose signature verifies against the pinned key, or no work
+    // with the server's Retry-After. Not retried (each answer may hand out a work unit).
+    HttpResult<WorkOffer> requestWork(const WorkRequest& request);
+
+    // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (bytes
+    // [dataOffset, dataOffset + dataLength) of the shard), resumable, checked by SHA-256 before
+    // `destination` appears.
+    HttpResult<DownloadResult> downloadWeights(const Manifest& manifest,
+                                               const std::filesystem::path& destination,
+                                               const ProgressCallback& progress = {});
+    HttpResult<DownloadResult> downloadData(const Manifest& manifest,
+                                            const std::filesystem::path& destination,
+                                            const ProgressCallback& progress = {});
+
+    // POST /v1/work/{id}/progress; the reply may say "abandon" with a reason.
+    HttpResult<ProgressReply> reportProgress(int64_t workUnitId, const ProgressReport& report);
+
+    // PUT of a result file (header + payload) with X-Tandem-Signature, retried with backoff
+    // (idempotent on the coordinator). The receipt must verify against the pinned key, name this
+    // work unit and carry the digest of the file's header.
+    HttpResult<UploadReceipt> uploadResult(const std::string& uploadUrl,
+                                           const std::filesystem::path& resultFile,
+                                           const Signature& signature,
+                                           const ProgressCallback& progress = {});
+
+    // GET /v1/status (no authentication needed).
+    HttpResult<RunStatus> status();
+
+    HttpClient& http() { return *m_http; }
+
+  private:
+    explicit CoordinatorClient(std::unique_ptr<HttpClient> http) : m_http(std::move(http)) {}
+    std::unique_ptr<HttpClient> m_http;
+    mutable std::mutex m_mutex;
+    std::optional<PublicKey> m_coordinatorKey;
+};
+
+}  // namespace tandem::net
