@@ -52,12 +52,16 @@ void writeFile(const std::filesystem::path& p, const std::string& s) {
     std::ofstream(p, std::ios::binary) << s;
 }
 
-// Serves `blob` at any path, honouring "Range: bytes=N-" with a correct 206.
+// Serves `blob` at any path, honouring "Range: bytes=N-" and "bytes=N-M" with a correct 206.
 TestResponse serveWithRange(const TestRequest& req, const std::string& blob) {
     TestResponse r;
     const std::string range = req.header("range");
-    if (range.rfind("bytes=", 0) == 0 && range.back() == '-') {
-        const size_t from = std::stoul(range.substr(6));
+    if (range.rfind("bytes=", 0) == 0) {
+        const size_t dash = range.find('-');
+        const size_t from = std::stoul(range.substr(6, dash - 6));
+        size_t to = blob.size() - 1;
+        if (dash + 1 < range.size())
+            to = std::min(to, static_cast<size_t>(std::stoul(range.substr(dash + 1))));
         if (from >= blob.size()) {
             r.status = 416;
             r.reason = "Range Not Satisfiable";
@@ -67,10 +71,9 @@ TestResponse serveWithRange(const TestRequest& req, const std::string& blob) {
         }
         r.status = 206;
         r.reason = "Partial Content";
-        r.headers = {{"Content-Range", "bytes " + std::to_string(from) + "-" +
-                                           std::to_string(blob.size() - 1) + "/" +
-                                           std::to_string(blob.size())}};
-        r.body = blob.substr(from);
+        r.headers = {{"Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(to) +
+                                           "/" + std::to_string(blob.size())}};
+        r.body = blob.substr(from, to - from + 1);
         return r;
     }
     r.body = blob;
@@ -624,6 +627,83 @@ class TestNetHttpClient : public QObject {
         QCOMPARE(seen.header("authorization"), std::string("Bearer tok123"));
         QCOMPARE(seen.header("content-type"), std::string("application/json"));
         QCOMPARE(seen.body, std::string(R"({"a":1})"));
+    }
+
+    void rangedDownloadResumesAndSurvivesAServerIgnoringRange() {
+        const std::string blob = makeBlob(300000, 10);
+        const std::string want = blob.substr(100000, 50000);
+        std::atomic<bool> ignoreRange{false};
+        std::string rangeSeen;
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
+            rangeSeen = q.header("range");
+            if (ignoreRange) {
+                TestResponse r;
+                r.body = blob;
+                return r;
+            }
+            return serveWithRange(q, blob);
+        }));
+        auto cl = client(baseConfig(server.port()));
+        DownloadRequest req{"/shard", path("range.bin"), digestOf(want), 50000, {}, 100000};
+        writeFile(path("range.bin.part"), want.substr(0, 20000));
+        auto r = cl->download(req);
+        QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
+        QCOMPARE(rangeSeen, std::string("bytes=120000-149999"));
+        QCOMPARE(readFile(path("range.bin")), want);
+        // The server answers 200 with the whole shard: the range is cut out of it.
+        ignoreRange = true;
+        req.destination = path("range2.bin");
+        writeFile(path("range2.bin.part"), want.substr(0, 1000));
+        auto r2 = cl->download(req);
+        QVERIFY2(r2.ok(), r2.ok() ? "" : r2.error().message.c_str());
+        QCOMPARE(readFile(path("range2.bin")), want);
+    }
+
+    void proxiesFromSettingsAndEnvironment() {
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem,
+                             [](const TestRequest&) { return TestResponse{}; }));
+        const std::string dest = "127.0.0.1:" + std::to_string(server.port());
+        for (auto protocol : {ProxyProtocol::HttpConnect, ProxyProtocol::Socks5}) {
+            FaultProxy proxy("127.0.0.1", server.port());
+            proxy.setProtocol(protocol);
+            QVERIFY(proxy.start().ok());
+            const std::string url = (protocol == ProxyProtocol::HttpConnect ? "http://" : "socks5://") +
+                                    std::string("127.0.0.1:") + std::to_string(proxy.port());
+            HttpClientConfig c = baseConfig(server.port());
+            c.proxy = url;
+            auto r = client(c)->requestJson("GET", "/x");
+            QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
+            QCOMPARE(proxy.stats().tunnels, 1);
+            QCOMPARE(proxy.stats().lastTunnelDestination, dest);
+            // From the environment when the setting is empty; "direct" ignores it.
+            qputenv("https_proxy", QByteArray::fromStdString(url));
+            qunsetenv("no_proxy");
+            qunsetenv("NO_PROXY");
+            c.proxy = "";
+            auto viaEnv = client(c)->requestJson("GET", "/x");
+            QVERIFY2(viaEnv.ok(), viaEnv.ok() ? "" : viaEnv.error().message.c_str());
+            QCOMPARE(proxy.stats().tunnels, 2);
+            c.proxy = "direct";
+            QVERIFY(client(c)->requestJson("GET", "/x").ok());
+            QCOMPARE(proxy.stats().tunnels, 2);
+            qunsetenv("https_proxy");
+            proxy.stop();
+        }
+        // A proxy that is not there: refused, and the message says so.
+        int closedPort = 0;
+        {
+            FaultProxy gone("127.0.0.1", 1);
+            QVERIFY(gone.start().ok());
+            closedPort = gone.port();
+        }
+        HttpClientConfig c = baseConfig(server.port());
+        c.proxy = "http://127.0.0.1:" + std::to_string(closedPort);
+        auto r = client(c)->requestJson("GET", "/x");
+        QVERIFY(!r);
+        QCOMPARE(r.error().kind, HttpErrorKind::ConnectionRefused);
+        QVERIFY2(r.error().message.find("proxy") != std::string::npos, r.error().message.c_str());
     }
 
     void contentRangeParsing() {

@@ -48,6 +48,75 @@ struct FaultProxy::Impl {
     bool haveRandom = false;
     RandomFaults random;
     FaultProxyStats stats;
+    ProxyProtocol protocol = ProxyProtocol::None;
+
+    // Reads exactly n bytes (blocking, with the socket's timeout).
+    static bool readExact(int fd, uint8_t* out, size_t n) {
+        while (n > 0) {
+            const ssize_t got = ::recv(fd, out, n, 0);
+            if (got <= 0)
+                return false;
+            out += got;
+            n -= static_cast<size_t>(got);
+        }
+        return true;
+    }
+
+    // The forward-proxy handshake; returns the destination the client asked for, or "" when it
+    // failed.
+    std::string handshake(int client) {
+        if (protocol == ProxyProtocol::HttpConnect) {
+            std::string head;
+            char c = 0;
+            while (head.size() < 8192 && head.find("\r\n\r\n") == std::string::npos) {
+                if (::recv(client, &c, 1, 0) != 1)
+                    return {};
+                head += c;
+            }
+            if (head.rfind("CONNECT ", 0) != 0)
+                return {};
+            const std::string dest = head.substr(8, head.find(' ', 8) - 8);
+            const std::string ok = "HTTP/1.1 200 Connection established\r\n\r\n";
+            return writeAll(client, ok.data(), ok.size()) ? dest : std::string();
+        }
+        // SOCKS5 (RFC 1928), no authentication.
+        uint8_t hello[2];
+        if (!readExact(client, hello, 2) || hello[0] != 5)
+            return {};
+        std::vector<uint8_t> methods(hello[1]);
+        if (!readExact(client, methods.data(), methods.size()))
+            return {};
+        const char noAuth[2] = {5, 0};
+        if (!writeAll(client, noAuth, 2))
+            return {};
+        uint8_t req[4];
+        if (!readExact(client, req, 4) || req[0] != 5 || req[1] != 1)
+            return {};
+        std::string host;
+        if (req[3] == 1) {
+            uint8_t a[4];
+            if (!readExact(client, a, 4))
+                return {};
+            host = std::to_string(a[0]) + "." + std::to_string(a[1]) + "." +
+                   std::to_string(a[2]) + "." + std::to_string(a[3]);
+        } else if (req[3] == 3) {
+            uint8_t len = 0;
+            if (!readExact(client, &len, 1))
+                return {};
+            host.resize(len);
+            if (!readExact(client, reinterpret_cast<uint8_t*>(host.data()), len))
+                return {};
+        } else {
+            return {};
+        }
+        uint8_t port[2];
+        if (!readExact(client, port, 2))
+            return {};
+        const char granted[10] = {5, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+        if (!writeAll(client, granted, sizeof granted))
+            return {};
+        return host + ":" + std::to_string(port[0] * 256 + port[1]);
+    }
 
     FaultPlan planFor(int index) {
         std::lock_guard lock(mutex);
@@ -98,6 +167,18 @@ struct FaultProxy::Impl {
     }
 
     void serve(int client, FaultPlan plan) {
+        if (protocol != ProxyProtocol::None) {
+            timeval tv{10, 0};
+            ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            const std::string dest = handshake(client);
+            if (dest.empty()) {
+                ::close(client);
+                return;
+            }
+            std::lock_guard lock(mutex);
+            ++stats.tunnels;
+            stats.lastTunnelDestination = dest;
+        }
         const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
@@ -251,6 +332,8 @@ void FaultProxy::stop() {
     ::close(m_impl->listenFd);
     m_impl->listenFd = -1;
 }
+
+void FaultProxy::setProtocol(ProxyProtocol protocol) { m_impl->protocol = protocol; }
 
 void FaultProxy::setPlans(std::vector<FaultPlan> plans) {
     std::lock_guard lock(m_impl->mutex);

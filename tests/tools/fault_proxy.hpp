@@ -39,8 +39,15 @@ struct RandomFaults {
     int maxFaultyConnections = 8;
 };
 
+// How a client opens a connection through the proxy: plain TCP (the proxy is the server's
+// address), or as a forward proxy the client was configured with (HTTP CONNECT, SOCKS5 without
+// authentication). The requested destination is recorded; the connection goes to the target.
+enum class ProxyProtocol { None, HttpConnect, Socks5 };
+
 struct FaultProxyStats {
     int connections = 0;
+    int tunnels = 0;                   // CONNECT or SOCKS5 handshakes completed
+    std::string lastTunnelDestination;  // "host:port" the client asked for
     int cuts = 0;    // connections the proxy cut
     int stalls = 0;  // stalls that happened
     int64_t bytesUp = 0, bytesDown = 0;
@@ -53,7 +60,8 @@ class FaultProxy {
     FaultProxy(const FaultProxy&) = delete;
     FaultProxy& operator=(const FaultProxy&) = delete;
 
-    Status start();  // binds 127.0.0.1 on a free port
+    void setProtocol(ProxyProtocol protocol);  // before start()
+    Status start();                           // binds 127.0.0.1 on a free port
     void stop();     // closes everything and joins the threads
     int port() const { return m_port; }
 
