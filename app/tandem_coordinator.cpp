@@ -40,7 +40,7 @@ Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/pro
   --outer-momentum MU       outer Nesterov momentum (default 0.9)
   --inner-lr LR             peak inner AdamW learning rate (default 6e-4)
   --threads N               threads for aggregation and validation (default 2)
-  --http-threads N          HTTPS worker threads (default 16)
+  --http-threads N          HTTPS worker threads (default 32)
   --max-uploads N           concurrent uploads in all (default 4)
   --seed N                  seed of the initial weights (default 1)
   --tls-cert FILE --tls-key FILE

@@ -18,7 +18,7 @@ struct ServerConfig {
     int port = 8443;                 // 0: any free port (tests)
     std::filesystem::path certFile;  // both empty: a self-signed identity in <state>/tls
     std::filesystem::path keyFile;
-    int threads = 16;
+    int threads = 32;  // an idle keep-alive connection holds one for up to keepAliveSeconds
     int readTimeoutSeconds = 30;
     int writeTimeoutSeconds = 60;
     int keepAliveSeconds = 5;
