@@ -545,6 +545,62 @@ class TestNetHttpClient : public QObject {
         QCOMPARE(received.back(), blob);
     }
 
+    void randomFaultsNeverCorruptAnything() {
+        // Cuts at random offsets in either direction, short stalls and slowness, drawn from a
+        // seed: every download ends with the exact file, every upload reaches the server whole.
+        const std::string blob = makeBlob(250000, 13);
+        std::mutex mu;
+        std::vector<std::string> uploads;
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
+            if (q.method == "PUT") {
+                TestResponse r;
+                if (!q.beforeBody) {
+                    std::lock_guard lock(mu);
+                    uploads.push_back(q.body);
+                    r.body = toHex(digestOf(q.body));
+                }
+                return r;
+            }
+            return serveWithRange(q, blob);
+        }));
+        FaultProxy proxy("127.0.0.1", server.port(), 2026);
+        RandomFaults f;
+        f.cutProbability = 0.6;
+        f.stallProbability = 0.2;
+        f.stallFor = 300ms;  // shorter than the low-speed window: a delay, not an abort
+        f.slowProbability = 0.2;
+        f.slowBytesPerSecond = 2 << 20;
+        f.minByte = 0;
+        f.maxByte = 260000;
+        f.maxFaultyConnections = 40;
+        proxy.setRandomFaults(f);
+        QVERIFY(proxy.start().ok());
+        HttpClientConfig c = baseConfig(proxy.port());
+        c.retry.maxAttempts = 40;
+        auto cl = client(c);
+        for (int i = 0; i < 4; ++i) {
+            const auto dest = path(("random" + std::to_string(i) + ".bin").c_str());
+            auto d = cl->download({"/f", dest, digestOf(blob), int64_t(blob.size()), {}});
+            QVERIFY2(d.ok(), d.ok() ? "" : d.error().message.c_str());
+            QCOMPARE(readFile(dest), blob);
+            auto u = cl->upload(
+                "PUT", "/u",
+                UploadBody{std::span(reinterpret_cast<const uint8_t*>(blob.data()), blob.size())},
+                "application/octet-stream");
+            QVERIFY2(u.ok(), u.ok() ? "" : u.error().message.c_str());
+            QCOMPARE(u->body, toHex(digestOf(blob)));
+        }
+        const FaultProxyStats st = proxy.stats();
+        qInfo("%d connections, %d cut, %d stalled", st.connections, st.cuts, st.stalls);
+        QVERIFY(st.cuts > 0);
+        proxy.stop();
+        std::lock_guard lock(mu);
+        for (const auto& body : uploads)
+            QCOMPARE(body,
+                     blob);  // the server only ever got whole bodies (it reads Content-Length)
+    }
+
     void uploadOfAFileAndEarlyRefusal() {
         const std::string blob = makeBlob(70000, 8);
         writeFile(path("result.bin"), blob);
@@ -669,8 +725,9 @@ class TestNetHttpClient : public QObject {
             FaultProxy proxy("127.0.0.1", server.port());
             proxy.setProtocol(protocol);
             QVERIFY(proxy.start().ok());
-            const std::string url = (protocol == ProxyProtocol::HttpConnect ? "http://" : "socks5://") +
-                                    std::string("127.0.0.1:") + std::to_string(proxy.port());
+            const std::string url =
+                (protocol == ProxyProtocol::HttpConnect ? "http://" : "socks5://") +
+                std::string("127.0.0.1:") + std::to_string(proxy.port());
             HttpClientConfig c = baseConfig(server.port());
             c.proxy = url;
             auto r = client(c)->requestJson("GET", "/x");

@@ -97,8 +97,8 @@ struct FaultProxy::Impl {
             uint8_t a[4];
             if (!readExact(client, a, 4))
                 return {};
-            host = std::to_string(a[0]) + "." + std::to_string(a[1]) + "." +
-                   std::to_string(a[2]) + "." + std::to_string(a[3]);
+            host = std::to_string(a[0]) + "." + std::to_string(a[1]) + "." + std::to_string(a[2]) +
+                   "." + std::to_string(a[3]);
         } else if (req[3] == 3) {
             uint8_t len = 0;
             if (!readExact(client, &len, 1))
@@ -333,7 +333,9 @@ void FaultProxy::stop() {
     m_impl->listenFd = -1;
 }
 
-void FaultProxy::setProtocol(ProxyProtocol protocol) { m_impl->protocol = protocol; }
+void FaultProxy::setProtocol(ProxyProtocol protocol) {
+    m_impl->protocol = protocol;
+}
 
 void FaultProxy::setPlans(std::vector<FaultPlan> plans) {
     std::lock_guard lock(m_impl->mutex);

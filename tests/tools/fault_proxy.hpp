@@ -46,10 +46,10 @@ enum class ProxyProtocol { None, HttpConnect, Socks5 };
 
 struct FaultProxyStats {
     int connections = 0;
-    int tunnels = 0;                   // CONNECT or SOCKS5 handshakes completed
+    int tunnels = 0;                    // CONNECT or SOCKS5 handshakes completed
     std::string lastTunnelDestination;  // "host:port" the client asked for
-    int cuts = 0;    // connections the proxy cut
-    int stalls = 0;  // stalls that happened
+    int cuts = 0;                       // connections the proxy cut
+    int stalls = 0;                     // stalls that happened
     int64_t bytesUp = 0, bytesDown = 0;
 };
 
@@ -61,8 +61,8 @@ class FaultProxy {
     FaultProxy& operator=(const FaultProxy&) = delete;
 
     void setProtocol(ProxyProtocol protocol);  // before start()
-    Status start();                           // binds 127.0.0.1 on a free port
-    void stop();     // closes everything and joins the threads
+    Status start();                            // binds 127.0.0.1 on a free port
+    void stop();                               // closes everything and joins the threads
     int port() const { return m_port; }
 
     // Plans for the next connections, in order; after them the random faults (if set), else
