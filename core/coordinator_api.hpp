@@ -85,6 +85,8 @@ class CoordinatorApi {
         const net::RegisterRequest& request) = 0;
     // The bearer token for every later call.
     virtual void setToken(const std::string& token) = 0;
+    // The coordinator key pinned at an earlier registration (loaded from the data directory).
+    virtual void setCoordinatorKey(const net::PublicKey& /*key*/) {}
     virtual ApiResult<WorkOffer> requestWork(const net::WorkRequest& request) = 0;
     // The weights of the manifest's base version into destination, checked against
     // weightsSha256 before destination appears.

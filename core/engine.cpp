@@ -475,6 +475,7 @@ struct Engine::Impl {
             }
             reg = r;
             deps.api->setToken(r.token);
+            deps.api->setCoordinatorKey(r.coordinatorKey);
             std::lock_guard lock(mu);
             snap.registered = true;
         } catch (const std::exception&) {
@@ -1636,6 +1637,58 @@ EngineSnapshot Engine::snapshot() const {
     s.finishThenPause = m_impl->finishFlag;
     s.snoozedUntilMs = m_impl->snoozeUntil;
     return s;
+}
+
+}  // namespace tandem::core
+
+namespace tandem::core {
+
+std::string formatSnapshot(const EngineSnapshot& s, int64_t nowMs, const TimeZone& zone) {
+    std::string out = "state: " + s.stateText + "\n";
+    if (s.state == EngineState::Backoff || s.state == EngineState::Idle)
+        out += "reason: " + s.reason + "\n";
+    out += "device: " + s.device + "\n";
+    out += std::string("registered: ") + (s.registered ? "yes" : "no") + "\n";
+    if (s.finishThenPause)
+        out += "finish then pause: yes\n";
+    if (s.current) {
+        const auto& c = *s.current;
+        char loss[48] = "";
+        if (c.lossLast)
+            std::snprintf(loss, sizeof loss, ", loss %.3f", *c.lossLast);
+        out += "work unit: " + c.id + " (run " + std::to_string(c.runId) + ", version " +
+               std::to_string(c.baseVersion) + ", " + c.model + "), step " +
+               std::to_string(c.step) + " of " + std::to_string(c.innerSteps) + loss;
+        if (c.etaMs)
+            out += ", about " + std::to_string((*c.etaMs + 999) / 1000) + " s left";
+        out += "\n";
+    }
+    if (s.tokensPerSecond > 0)
+        out += "throughput: " + std::to_string(static_cast<int64_t>(s.tokensPerSecond)) +
+               " tokens/s\n";
+    out += "results waiting for a receipt: " + std::to_string(s.pendingUploads) + "\n";
+    if (s.upload)
+        out += "uploading: work unit " + s.upload->id + ", " + formatBytes(s.upload->bytesDone) +
+               " of " + formatBytes(s.upload->bytesTotal) + "\n";
+    if (s.lastUpload) {
+        out += "last result: work unit " + s.lastUpload->id + " " + toString(s.lastUpload->state);
+        if (s.lastUpload->state == WorkUnitState::Accepted)
+            out += " into round " + std::to_string(s.lastUpload->round);
+        else
+            out += " (" + s.lastUpload->detail + ")";
+        out += ", " + describeLocalTime(s.lastUpload->atMs, nowMs, zone) + "\n";
+    }
+    if (!s.nextAction.empty())
+        out += "next: " + s.nextAction + "\n";
+    const auto& t = s.totals;
+    out += "totals: " + std::to_string(t.workUnitsAccepted) + " accepted, " +
+           std::to_string(t.workUnitsPending) + " pending, " + std::to_string(t.tokens) +
+           " tokens, " + std::to_string(static_cast<int64_t>(t.computeSeconds)) +
+           " s compute, sent " + formatBytes(t.bytesUp) + ", received " + formatBytes(t.bytesDown) +
+           "\n";
+    if (!s.lastError.empty())
+        out += "last error: " + s.lastError + "\n";
+    return out;
 }
 
 }  // namespace tandem::core

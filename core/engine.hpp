@@ -211,3 +211,11 @@ int64_t backoffDelayMs(const EngineConfig& config, int attempt, double u,
 Status writePrivateFileAtomically(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace tandem::core
+
+namespace tandem::core {
+
+// The snapshot as a few readable lines ("state: Training", "work unit: 3, step 12 of 50, ...")
+// for `tandem-worker status` and logs.
+std::string formatSnapshot(const EngineSnapshot& snapshot, int64_t nowMs, const TimeZone& zone);
+
+}  // namespace tandem::core
