@@ -80,7 +80,8 @@ BatchSampler::BatchSampler(std::span<const uint8_t> tokens, uint64_t seed)
 
 void BatchSampler::next(int B, int T, std::span<int32_t> inputs, std::span<int32_t> targets) {
     assert(m_tokens.size() > static_cast<size_t>(T));
-    assert(inputs.size() >= static_cast<size_t>(B) * T && targets.size() >= static_cast<size_t>(B) * T);
+    assert(inputs.size() >= static_cast<size_t>(B) * T &&
+           targets.size() >= static_cast<size_t>(B) * T);
     // A window is T + 1 bytes, so the last start is size - T - 1.
     const uint64_t starts = m_tokens.size() - static_cast<size_t>(T);
     for (int b = 0; b < B; ++b) {
