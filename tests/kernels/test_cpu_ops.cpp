@@ -13,12 +13,30 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 using namespace tandem;
+
+// Counts C++ heap allocations, to check that a training step makes none.
+static std::atomic<int64_t> g_allocations{0};
+void* operator new(size_t bytes) {
+    ++g_allocations;
+    if (void* p = std::malloc(bytes ? bytes : 1))
+        return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+    std::free(p);
+}
 
 namespace {
 
@@ -458,6 +476,37 @@ class TestCpuOps : public QObject {
             QVERIFY(std::memcmp(a.parameters.data(), other->parameters.data(),
                                 a.parameters.size() * sizeof(float)) == 0);
         }
+    }
+
+    // After the first steps (OpenBLAS sets up its buffers on first use), a step of the cpu
+    // backend allocates nothing.
+    void stepDoesNotAllocate() {
+        auto made = makeCpuBackend("cpu", 2);
+        QVERIFY(made.ok());
+        Backend& backend = **made;
+        const ModelConfig c = *ModelConfig::parse("L=2,NH=4,C=64,T=32");
+        QVERIFY(backend.allocate(c, 4, 32).ok());
+        const ParameterLayout layout(c);
+        Floats parameters(layout.parameterCount());
+        initParameters(layout, parameters, 7);
+        QVERIFY(backend.loadParameters(parameters).ok());
+        const auto inputs = randomTokens(4 * 32, 1, kV), targets = randomTokens(4 * 32, 2, kV);
+        const AdamWConfig adamw;
+        int64_t allocations = 0;
+        for (int step = 0; step < 5; ++step) {
+            if (step == 2)
+                allocations = g_allocations.load();
+            const bool ok = backend.forward(inputs, targets, 4, 32).ok() &&
+                            backend.backward().ok() && backend.adamwStep(adamw, 1e-3f).ok();
+            QVERIFY(ok);
+        }
+        QCOMPARE(g_allocations.load() - allocations, int64_t{0});
+
+        // The counter does see allocations.
+        const int64_t before = g_allocations.load();
+        void* probe = ::operator new(64);
+        ::operator delete(probe);
+        QCOMPARE(g_allocations.load() - before, int64_t{1});
     }
 
     // ---- the factory ---------------------------------------------------------------------
