@@ -450,7 +450,10 @@ void HttpClient::setRateLimits(int64_t maxSendBytesPerSecond, int64_t maxRecvByt
 }
 
 milliseconds HttpClient::backoffDelay(int retryNumber) {
-    const RetryPolicy& p = m_config.retry;
+    return backoffDelay(retryNumber, m_config.retry);
+}
+
+milliseconds HttpClient::backoffDelay(int retryNumber, const RetryPolicy& p) {
     double base = static_cast<double>(p.initialBackoff.count());
     for (int i = 1; i < retryNumber && base < static_cast<double>(p.maxBackoff.count()); ++i)
         base *= 2;
@@ -560,8 +563,19 @@ HttpError classify(const AttemptSpec& spec, const AttemptOutcome& out,
                                      "TLS: the certificate of " + host +
                                          " is for another host name (" +
                                          X509_verify_cert_error_string(out.verifyResult) + ")");
-            if (out.verifyResult != X509_V_OK) {
-                const std::string why = X509_verify_cert_error_string(out.verifyResult);
+            const long v = out.verifyResult;
+            const bool unknownIssuer = v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
+                                       v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+                                       v == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
+                                       v == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
+                                       v == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE ||
+                                       v == X509_V_ERR_CERT_UNTRUSTED;
+            if (v != X509_V_OK && !unknownIssuer)  // expired, not yet valid, revoked, ...
+                return makeHttpError(HttpErrorKind::Tls,
+                                     "TLS: the certificate of " + host +
+                                         " is refused: " + X509_verify_cert_error_string(v));
+            if (unknownIssuer) {
+                const std::string why = X509_verify_cert_error_string(v);
                 return makeHttpError(
                     HttpErrorKind::TlsUnknownCa,
                     "TLS: the certificate of " + host + " is not trusted: " + why +
@@ -795,8 +809,8 @@ HttpResult<T> withRetries(const RetryPolicy& policy, HttpClient& client,
                 e.message += " (after " + std::to_string(n) + " attempts)";
             return e;
         }
-        milliseconds wait =
-            e.retryAfter ? std::min(*e.retryAfter, policy.maxRetryAfter) : client.backoffDelay(n);
+        milliseconds wait = e.retryAfter ? std::min(*e.retryAfter, policy.maxRetryAfter)
+                                         : client.backoffDelay(n, policy);
         cfg.sleep(wait);
     }
 }

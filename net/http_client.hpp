@@ -229,6 +229,7 @@ class HttpClient {
 
     // The wait before retry `retryNumber` (1-based), without a Retry-After.
     std::chrono::milliseconds backoffDelay(int retryNumber);
+    std::chrono::milliseconds backoffDelay(int retryNumber, const RetryPolicy& policy);
 
     struct Impl;
 

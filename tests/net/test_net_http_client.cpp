@@ -313,6 +313,17 @@ class TestNetHttpClient : public QObject {
         for (auto d : m_sleeps)
             got.push_back(d.count());
         QCOMPARE(got, (std::vector<long long>{100, 200, 300, 300}));
+        // A policy given to one call is used for that call's waits.
+        m_sleeps.clear();
+        RetryPolicy once;
+        once.maxAttempts = 3;
+        once.initialBackoff = 40ms;
+        once.maxBackoff = 50ms;
+        once.jitter = 0;
+        auto r2 = client(c)->requestJson("GET", "/v1/status", {}, {}, once);
+        QVERIFY(!r2);
+        QCOMPARE(r2.error().attempts, 3);
+        QCOMPARE(m_sleeps, (std::vector<std::chrono::milliseconds>{40ms, 50ms}));
         // With jitter each wait lies in [b/2, b] and they are not all equal.
         c.retry.jitter = 0.5;
         c.retry.maxBackoff = 100000ms;
