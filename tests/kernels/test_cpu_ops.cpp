@@ -105,6 +105,7 @@ void addShapeRows() {
         {"B1 T1 C7 NH1", {1, 1, 7, 1}},
         {"B2 T37 C33 NH3 (T over one attention block)", {2, 37, 33, 3}},
         {"B1 T70 C64 NH2", {1, 70, 64, 2}},
+        {"B4 T64 C96 NH3 (several blocks of every product)", {4, 64, 96, 3}},
     };
     for (const auto& s : shapes) {
         for (int threads : {1, 2}) {
