@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -120,6 +121,7 @@ struct Coordinator::Impl {
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each
     std::map<int64_t, ServedFile> weightFiles;
+    std::shared_ptr<int> stateLock;              // flock on <state>/coordinator.lock
     std::map<int64_t, int64_t> lastSeenWritten;  // client id -> unix seconds
     std::set<int64_t> uploading;                 // work unit ids with an upload in progress
     std::map<int64_t, int> uploadsPerClient;
@@ -196,6 +198,18 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
             return makeError("cannot create " + (cfg.stateDir / sub).string() + ": " +
                              ec.message());
     }
+    // One coordinator per state directory; the kernel drops the lock when the process dies.
+    const fs::path lockPath = cfg.stateDir / "coordinator.lock";
+    int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lockFd < 0)
+        return makeError("cannot open " + lockPath.string() + ": " + std::strerror(errno));
+    std::shared_ptr<int> stateLock(new int(lockFd), [](int* fd) {
+        ::close(*fd);
+        delete fd;
+    });
+    if (::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
+        return makeError("another tandem-coordinator is using the state directory " +
+                         cfg.stateDir.string());
     auto db = Database::open(cfg.stateDir / "coordinator.db");
     if (!db)
         return db.error();
@@ -207,6 +221,7 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
 
     auto impl =
         std::make_unique<Impl>(std::move(cfg), std::move(log), std::move(*db), std::move(*key));
+    impl->stateLock = std::move(stateLock);
     if (auto st = impl->restore(); !st)
         return st.error();
     auto* raw = impl.get();

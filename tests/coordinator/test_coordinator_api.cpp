@@ -581,6 +581,20 @@ class TestCoordinatorApi : public QObject {
         QCOMPARE(upload(a, ma2.workUnitId, buildResult(ma2, smallDelta(P), a.key))->status, 200);
     }
 
+    void oneCoordinatorPerStateDirectory() {
+        TestCoordinator t(smallConfig(), false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        auto cfg = smallConfig();
+        cfg.stateDir = t.stateDir();
+        auto second = coord::Coordinator::open(cfg, nullptr);
+        QVERIFY(!second.ok());
+        QVERIFY2(contains(second.error().message, "another tandem-coordinator"),
+                 second.error().message.c_str());
+        t.close();
+        auto third = coord::Coordinator::open(cfg, nullptr);
+        QVERIFY2(third.ok(), third.ok() ? "" : third.error().message.c_str());
+    }
+
     void refusesANewerDatabase() {
         auto cfg = smallConfig();
         TestCoordinator t(cfg, false);
