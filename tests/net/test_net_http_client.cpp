@@ -2,8 +2,10 @@
 // the fault proxy: TLS negatives each with its own error, retries and backoff with an injected
 // sleep, Retry-After, resumable downloads (Range honoured, ignored, answered wrongly, 416),
 // SHA-256 refusal, uploads through cuts, stalls and slowness, cancellation.
+#include "coordinator_client.hpp"
 #include "fault_proxy.hpp"
 #include "http_client.hpp"
+#include "result_format.hpp"
 #include "tls.hpp"
 #include "tls_test_server.hpp"
 
@@ -11,6 +13,11 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <fstream>
@@ -234,6 +241,48 @@ class TestNetHttpClient : public QObject {
         QVERIFY(!r);
         QCOMPARE(r.error().kind, HttpErrorKind::ConnectionRefused);
         QVERIFY(r.error().transient());
+    }
+
+    void timeoutsConnectAndStall() {
+        // A socket that listens but never speaks TLS: the handshake does not finish in time.
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        QVERIFY(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        QVERIFY(::listen(fd, 4) == 0);
+        QVERIFY(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+        HttpClientConfig c = baseConfig(ntohs(addr.sin_port));
+        c.connectTimeout = 300ms;
+        auto r = client(c)->requestJson("GET", "/x");
+        ::close(fd);
+        QVERIFY(!r);
+        QCOMPARE(r.error().kind, HttpErrorKind::Timeout);
+        QVERIFY2(r.error().message.find("connecting to") != std::string::npos,
+                 r.error().message.c_str());
+        QVERIFY(r.error().transient());
+
+        // A download that stops moving: the low-speed abort, not a total timeout.
+        const std::string blob = makeBlob(300000, 14);
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem,
+                             [&](const TestRequest& q) { return serveWithRange(q, blob); }));
+        FaultProxy proxy("127.0.0.1", server.port());
+        FaultPlan stall;
+        stall.stallDownAtByte = 50000;
+        stall.stallFor = 60000ms;
+        proxy.setPlans({stall});
+        QVERIFY(proxy.start().ok());
+        HttpClientConfig s = baseConfig(proxy.port());
+        s.lowSpeedBytesPerSecond = 1000;
+        s.lowSpeedSeconds = 1;
+        auto d = client(s)->download({"/f", path("stalled.bin"), digestOf(blob), 300000, {}});
+        QVERIFY(!d);
+        QCOMPARE(d.error().kind, HttpErrorKind::Timeout);
+        QVERIFY2(d.error().message.find("stalled") != std::string::npos, d.error().message.c_str());
+        QVERIFY(d.error().bytesTransferred > 0);
+        proxy.stop();
     }
 
     void apiErrorBodyParsedAndNotRetried() {
@@ -772,6 +821,95 @@ class TestNetHttpClient : public QObject {
         QVERIFY(!r);
         QCOMPARE(r.error().kind, HttpErrorKind::ConnectionRefused);
         QVERIFY2(r.error().message.find("proxy") != std::string::npos, r.error().message.c_str());
+    }
+
+    void coordinatorCallsAgainstAScriptedServer() {
+        // Answers a real coordinator rarely gives: no work, abandon, a tampered manifest, a
+        // receipt for another result.
+        auto coordKey = SigningKey::generate().value();
+        Manifest m;
+        m.workUnitId = 5;
+        m.runId = 1;
+        m.model = ModelConfig::parse("L=1,NH=2,C=16,T=16").value();
+        m.weightsUrl = "/v1/runs/1/weights/0";
+        m.weightsBytes = 10;
+        m.dataUrl = "/v1/runs/1/data/0";
+        m.dataLength = 100;
+        m.innerSteps = 4;
+        m.batch = 2;
+        m.seqLen = 16;
+        m.lr.peakLr = 1e-3f;
+        m.lr.totalSteps = 4;
+        m.deadlineUnix = 1800000000;
+        m.heartbeatSeconds = 30;
+        m.uploadUrl = "/v1/results/5";
+        m.maxUploadBytes = 1000;
+        m.sign(coordKey);
+        Manifest tampered = m;
+        tampered.innerSteps = 400;  // changed after signing
+        std::atomic<int> mode{0};
+        ResultHeader h;
+        h.workUnitId = 5;
+        h.parameterCount = 3;
+        h.tokens = 10;
+        h.steps = 1;
+        const std::vector<uint16_t> payload{1, 2, 3};
+        const auto result = buildResult(h, payload);
+        writeFile(path("r.bin"), std::string(result.begin(), result.end()));
+        Receipt good;
+        good.workUnitId = 5;
+        good.clientId = 1;
+        good.weight = 10;
+        good.resultDigest = resultDigest(parseResultHeader(std::span(result).first(128)).value());
+        good.sign(coordKey);
+        Receipt other = good;
+        other.resultDigest[0] ^= 1;
+        other.sign(coordKey);  // signed, but for another result
+
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
+            TestResponse r;
+            if (q.path == "/v1/work") {
+                if (mode == 0) {
+                    r.status = 204;
+                    r.headers = {{"Retry-After", "12"}};
+                } else {
+                    r.body = (mode == 1 ? m : tampered).toJson();
+                }
+            } else if (q.path == "/v1/work/5/progress") {
+                r.body = R"({"action":"abandon","reason":"no heartbeat for 181 s"})";
+            } else if (q.path == "/v1/results/5" && !q.beforeBody) {
+                r.body = (mode == 1 ? good : other).toJson();
+            }
+            return r;
+        }));
+        auto cc = CoordinatorClient::create(baseConfig(server.port()), coordKey.publicKey());
+        QVERIFY(cc.ok());
+        auto& c = **cc;
+        auto none = c.requestWork(WorkRequest{"cpu", 1, 0, 1});
+        QVERIFY2(none.ok(), none.ok() ? "" : none.error().message.c_str());
+        QVERIFY(!none->manifest);
+        QCOMPARE(none->retryAfter.count(), 12000LL);
+        mode = 1;
+        auto offer = c.requestWork(WorkRequest{"cpu", 1, 0, 1});
+        QVERIFY2(offer.ok(), offer.ok() ? "" : offer.error().message.c_str());
+        QCOMPARE(offer->manifest->innerSteps, 4);
+        auto receipt = c.uploadResult("/v1/results/5", path("r.bin"), Signature{});
+        QVERIFY2(receipt.ok(), receipt.ok() ? "" : receipt.error().message.c_str());
+        QCOMPARE(receipt->receipt.resultDigest, good.resultDigest);
+        mode = 2;
+        auto bad = c.requestWork(WorkRequest{"cpu", 1, 0, 1});
+        QVERIFY(!bad);
+        QCOMPARE(bad.error().kind, HttpErrorKind::BadSignature);
+        auto wrongReceipt = c.uploadResult("/v1/results/5", path("r.bin"), Signature{});
+        QVERIFY(!wrongReceipt);
+        QCOMPARE(wrongReceipt.error().kind, HttpErrorKind::BadResponse);
+        QVERIFY2(wrongReceipt.error().message.find("expected work unit 5") != std::string::npos,
+                 wrongReceipt.error().message.c_str());
+        auto hb = c.reportProgress(5, ProgressReport{1, 3.0f, 10});
+        QVERIFY(hb.ok());
+        QCOMPARE(hb->action, std::string("abandon"));
+        QCOMPARE(hb->reason, std::string("no heartbeat for 181 s"));
     }
 
     void contentRangeParsing() {
