@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -56,6 +57,7 @@ uploads the fp16 pseudo-gradients and records every contribution in DIR/ledger.d
   --threads N            CPU threads for the cpu device (default: all cores)
   --max-work-units N     stop after N work units are trained and their results settled
   --checkpoint-seconds S checkpoint the unit in training every S seconds (default 300)
+  --checkpoint-steps N   also every N steps (tests: crash-resume coverage)
   --name NAME            the name the coordinator shows (default: the host name)
   --help, --version
 
@@ -156,7 +158,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string coordinatorUrl, caFile, pin, device, name;
     fs::path dataDir;
-    long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300;
+    long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300, checkpointSteps = 0;
     std::string command;
     auto usage = [](const std::string& message) {
         std::fprintf(stderr, "tandem-worker: %s (see --help)\n", message.c_str());
@@ -201,13 +203,15 @@ int main(int argc, char** argv) {
         } else if (a == "--name") {
             if (!value(name))
                 return usage("--name needs a name");
-        } else if (a == "--max-work-units" || a == "--threads" || a == "--checkpoint-seconds") {
+        } else if (a == "--max-work-units" || a == "--threads" || a == "--checkpoint-seconds" ||
+                   a == "--checkpoint-steps") {
             long long n = 0;
             if (!value(v) || !parseInt(v, a == "--max-work-units" ? 0 : 1, 1000000000, n))
                 return usage(a + " expects a positive integer, found '" + v + "'");
-            (a == "--max-work-units" ? maxWorkUnits
-             : a == "--threads"      ? threads
-                                     : checkpointSeconds) = n;
+            (a == "--max-work-units"       ? maxWorkUnits
+             : a == "--threads"            ? threads
+             : a == "--checkpoint-seconds" ? checkpointSeconds
+                                           : checkpointSteps) = n;
         } else {
             return usage("unknown option '" + a + "'");
         }
@@ -338,6 +342,24 @@ int main(int argc, char** argv) {
     cfg.rules = settings.rules;
     cfg.maxWorkUnits = static_cast<int>(maxWorkUnits);
     cfg.checkpointIntervalMs = checkpointSeconds * 1000;
+    cfg.checkpointEverySteps = static_cast<int>(checkpointSteps);
+    // Tests only: TANDEM_TEST_KILL_AT=point[:n] kills this process (SIGKILL) at the n-th (default
+    // first) pass through that point of the engine (see EngineConfig::testHook).
+    if (const char* killAt = std::getenv("TANDEM_TEST_KILL_AT"); killAt && *killAt) {
+        std::string spec = killAt;
+        int nth = 1;
+        if (const auto colon = spec.find(':'); colon != std::string::npos) {
+            nth = std::max(1, std::atoi(spec.c_str() + colon + 1));
+            spec.resize(colon);
+        }
+        auto count = std::make_shared<std::atomic<int>>(0);
+        cfg.testHook = [spec, nth, count](const char* point) {
+            if (spec == point && ++*count == nth) {
+                writeLog(std::string("TANDEM_TEST_KILL_AT: killing at ") + point);
+                std::raise(SIGKILL);
+            }
+        };
+    }
     Engine::Dependencies deps;
     deps.api = &api;
     deps.clock = &clock;

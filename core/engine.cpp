@@ -224,6 +224,11 @@ struct Engine::Impl {
     int64_t now() const { return deps.clock->nowMs(); }
     fs::path dir() const { return cfg.dataDir; }
 
+    void hook(const char* point) const {
+        if (cfg.testHook)
+            cfg.testHook(point);
+    }
+
     void checkCrash() const {
         if (crashed.load())
             throw CrashStop{};
@@ -797,6 +802,7 @@ struct Engine::Impl {
         }
         int64_t doneBefore = 0;
         auto progress = [&](int64_t done, int64_t, double) {
+            hook("download");
             if (crashed.load())
                 return false;
             std::lock_guard lock(mu);
@@ -902,6 +908,7 @@ struct Engine::Impl {
         const std::string name = "ckpt-" + std::to_string(a.step) + ".ckpt";
         if (auto st = saveCheckpoint(a.dir / name, ck); !st)
             return st;
+        hook("checkpoint");
         checkCrash();
         json j = {{"step", a.step},
                   {"sampler", std::to_string(samplerState)},
@@ -1213,6 +1220,7 @@ struct Engine::Impl {
             failUnit("cannot write the result: " + st.error().message);
             return TrainOutcome::Failed;
         }
+        hook("result");
         checkCrash();
         json info = {{"work_unit_id", m.workUnitId},
                      {"upload_url", m.uploadUrl},
@@ -1376,6 +1384,8 @@ struct Engine::Impl {
             const int64_t startMs = now();
             auto res = deps.api->uploadResult(p.uploadUrl, p.file, p.signature,
                                               [&](int64_t done, int64_t total, double rate) {
+                                                  if (done > 0)
+                                                      hook("upload");
                                                   std::lock_guard lock(mu);
                                                   if (snap.upload) {
                                                       snap.upload->bytesDone = done;
@@ -1427,6 +1437,7 @@ struct Engine::Impl {
                 attempt = 0;
                 continue;
             }
+            hook("receipt");
             recordTransfer(Direction::Up, "result", res->bytesSent, startMs, true, p.workUnitId,
                            {});
             attempt = 0;

@@ -87,6 +87,12 @@ struct EngineConfig {
     uint64_t jitterSeed = 0;  // 0: from the CSPRNG
 
     AdamWConfig adamw;
+
+    // Tests: called at named points ("download", "checkpoint", "result", "upload", "receipt":
+    // mid-download, between a checkpoint file and its progress.json, between the result file and
+    // the ledger, mid-upload, between the coordinator's answer and the stored receipt), so a test
+    // can kill the process exactly there (tandem-worker: TANDEM_TEST_KILL_AT).
+    std::function<void(const char* point)> testHook;
 };
 
 class EngineObserver {

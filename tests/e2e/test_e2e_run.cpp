@@ -1,0 +1,127 @@
+// A whole training run: a real coordinator and three headless workers, separate processes over
+// HTTPS on 127.0.0.1, at least 5 rounds of `tiny`. The validation loss after the last round is
+// clearly below the first; each worker's ledger holds its accepted work units with receipts that
+// verify against the coordinator's key; every upload is 2 bytes per parameter plus the header.
+#include "e2e_harness.hpp"
+
+#include "model.hpp"
+#include "result_format.hpp"
+
+using namespace tandem;
+using namespace tandem::e2e;
+
+class TestE2eRun : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void threeWorkersFiveRounds() {
+        QTemporaryDir tmp;
+        const fs::path dir = tmp.path().toStdString();
+        Coordinator coord;
+        std::vector<std::string> args = {
+            "--model",         "tiny", "--inner-steps", "30",    "--batch",   "4", "--quorum", "3",
+            "--round-timeout", "60",   "--inner-lr",    "0.003", "--threads", "1"};
+        args.push_back("--corpus");
+        for (const auto& c : corpusArgs(dir))
+            args.push_back(c);
+        QVERIFY2(coord.start(dir, args), tail(coord.log).c_str());
+
+        constexpr int kUnitsPerWorker = 8;
+        std::vector<std::unique_ptr<Worker>> workers;
+        for (int i = 0; i < 3; ++i) {
+            workers.push_back(std::make_unique<Worker>());
+            workers.back()->start(coord, dir, "worker" + std::to_string(i),
+                                  {"--max-work-units", std::to_string(kUnitsPerWorker)});
+        }
+        for (auto& w : workers) {
+            QVERIFY2(w->wait(240000), tail(w->log).c_str());
+            QCOMPARE(w->process.exitStatus(), QProcess::NormalExit);
+            QVERIFY2(w->process.exitCode() == 0, tail(w->log).c_str());
+        }
+
+        // Rounds and loss: wait until the last closed round's validation loss is known.
+        auto client = coord.client();
+        QVERIFY(client);
+        net::RunStatus status;
+        for (int i = 0; i < 300; ++i) {
+            auto st = client->status();
+            QVERIFY2(st, st ? "" : st.error().message.c_str());
+            status = *st;
+            if (!status.history.empty() && status.history.back().valLoss)
+                break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        QVERIFY2(status.history.size() >= 5,
+                 ("closed rounds: " + std::to_string(status.history.size())).c_str());
+        QVERIFY(status.history.front().valLoss && status.history.back().valLoss);
+        const double first = *status.history.front().valLoss;
+        const double last = *status.history.back().valLoss;
+        qInfo("rounds %zu, validation loss %.4f after round 0 -> %.4f after round %lld",
+              status.history.size(), first, last,
+              static_cast<long long>(status.history.back().round));
+        QVERIFY2(last < first - 0.3,
+                 (std::to_string(first) + " -> " + std::to_string(last)).c_str());
+
+        // Ledgers.
+        const net::PublicKey coordKey = coord.publicKey();
+        const int64_t P = ModelConfig::parse("tiny")->parameterCount();
+        int64_t acceptedInAll = 0;
+        for (auto& w : workers) {
+            auto ledger = core::Ledger::open(w->dataDir / "ledger.db");
+            QVERIFY(ledger);
+            QVERIFY((*ledger)->integrityCheck().ok());
+            auto rows = (*ledger)->workUnits(1000);
+            QVERIFY(rows);
+            // Every unit it trained is settled: accepted with a receipt that verifies, or refused
+            // as too stale (a slower worker's unit from two versions back: the protocol's rule).
+            int accepted = 0, stale = 0;
+            for (const auto& r : *rows) {
+                auto tr = (*ledger)->transitions(r.unit.id);
+                QVERIFY(tr && !tr->empty());
+                if (r.unit.state == core::WorkUnitState::Rejected) {
+                    QVERIFY2(tr->back().detail.find("stale") != std::string::npos,
+                             tr->back().detail.c_str());
+                    ++stale;
+                    continue;
+                }
+                QVERIFY2(r.unit.state == core::WorkUnitState::Accepted,
+                         ("unit " + r.unit.id + ": " + core::toString(r.unit.state)).c_str());
+                ++accepted;
+                auto receipt = (*ledger)->receipt(r.unit.id);
+                QVERIFY(receipt && *receipt);
+                auto parsed = net::Receipt::fromJson(
+                    std::string((*receipt)->body.begin(), (*receipt)->body.end()));
+                QVERIFY(parsed);
+                QVERIFY2(parsed->verify(coordKey), "receipt does not verify");
+                QCOMPARE(std::to_string(parsed->workUnitId), r.unit.id);
+                // The coordinator holds exactly this result.
+                auto res =
+                    coord.query("SELECT COUNT(*) FROM results WHERE work_unit_id = " + r.unit.id);
+                QCOMPARE(res.at(0).at(0), std::string("1"));
+            }
+            qInfo("%s: %d accepted, %d refused as stale", w->dataDir.filename().c_str(), accepted,
+                  stale);
+            QCOMPARE(accepted + stale, kUnitsPerWorker);
+            QVERIFY(accepted >= kUnitsPerWorker / 2);
+            acceptedInAll += accepted;
+            auto transfers = (*ledger)->recentTransfers(1000);
+            QVERIFY(transfers);
+            int uploads = 0;
+            for (const auto& t : *transfers) {
+                if (t.purpose != "result" || !t.ok)
+                    continue;
+                ++uploads;
+                QCOMPARE(t.bytes, static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P);
+            }
+            QVERIFY(uploads >= accepted);
+        }
+        auto total = coord.query("SELECT COUNT(*) FROM results");
+        QCOMPARE(std::stoll(total.at(0).at(0)), acceptedInAll);
+        if (std::getenv("TANDEM_E2E_KEEP"))
+            tmp.setAutoRemove(false);
+        coord.stop();
+    }
+};
+
+QTEST_GUILESS_MAIN(TestE2eRun)
+#include "test_e2e_run.moc"
