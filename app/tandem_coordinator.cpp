@@ -219,6 +219,9 @@ int main(int argc, char** argv) {
         return fail(error);
 
     // Signals are taken by sigwait below; every thread started from here inherits the mask.
+    // A shell starts background jobs with SIGINT ignored; sigwait needs it deliverable.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
