@@ -20,12 +20,6 @@ set(_tandem_generated_dir ${PROJECT_BINARY_DIR}/installer)
 # --- programs ---------------------------------------------------------------------------------
 # tandem-coordinator's rule is in app/CMakeLists.txt. The other two are here: app/ may define them
 # after any line of its own, and this file runs after all of app/.
-set(TANDEM_PACKAGED_PROGRAMS "")
-foreach(_exe tandem tandem-worker tandem-coordinator)
-  if(TARGET ${_exe})
-    list(APPEND TANDEM_PACKAGED_PROGRAMS ${_exe})
-  endif()
-endforeach()
 if(TARGET tandem)
   if(APPLE)
     install(TARGETS tandem BUNDLE DESTINATION . RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -55,6 +49,34 @@ endforeach()
 add_custom_target(tandem_man ALL DEPENDS ${_tandem_man_pages})
 
 # --- desktop integration (Linux): with the desktop app ------------------------------------------
+# AppStream screenshots must be http(s) URLs: with TANDEM_SCREENSHOT_BASE_URL set (where
+# docs/screenshots/ is published), each docs/screenshots/*.png becomes a <screenshot>, the first
+# in name order the default. Without it (the project has no public address yet) there are none.
+set(TANDEM_SCREENSHOT_BASE_URL "" CACHE STRING
+  "Public http(s) URL of docs/screenshots/, for the AppStream metainfo's screenshots")
+set(TANDEM_METAINFO_SCREENSHOTS "")
+file(GLOB _tandem_screenshots CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/docs/screenshots
+  ${PROJECT_SOURCE_DIR}/docs/screenshots/*.png)
+list(SORT _tandem_screenshots)
+if(TANDEM_SCREENSHOT_BASE_URL AND _tandem_screenshots)
+  string(REGEX REPLACE "/+$" "" _base "${TANDEM_SCREENSHOT_BASE_URL}")
+  set(_type " type=\"default\"")
+  string(APPEND TANDEM_METAINFO_SCREENSHOTS "<screenshots>\n")
+  foreach(_png ${_tandem_screenshots})
+    # "wizard-bandwidth.png" -> caption "Wizard bandwidth"
+    string(REGEX REPLACE "\\.png$" "" _caption "${_png}")
+    string(REPLACE "-" " " _caption "${_caption}")
+    string(REPLACE "_" " " _caption "${_caption}")
+    string(SUBSTRING "${_caption}" 0 1 _first)
+    string(SUBSTRING "${_caption}" 1 -1 _rest)
+    string(TOUPPER "${_first}" _first)
+    string(APPEND TANDEM_METAINFO_SCREENSHOTS
+      "    <screenshot${_type}>\n      <caption>${_first}${_rest}</caption>\n"
+      "      <image>${_base}/${_png}</image>\n    </screenshot>\n")
+    set(_type "")
+  endforeach()
+  string(APPEND TANDEM_METAINFO_SCREENSHOTS "  </screenshots>")
+endif()
 configure_file(${_tandem_resources_dir}/org.tandem.Tandem.metainfo.xml.in
   ${_tandem_generated_dir}/org.tandem.Tandem.metainfo.xml @ONLY)
 if(UNIX AND NOT APPLE AND TARGET tandem)
@@ -164,7 +186,7 @@ if(UNIX AND NOT APPLE)
   list(JOIN _tandem_recommends ", " CPACK_DEBIAN_PACKAGE_RECOMMENDS)
   set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
   set(CPACK_DEBIAN_COMPRESSION_TYPE "xz")
-  set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+  # The .deb installs under /usr (CPack's default for DEB); the .tar.gz holds bin/, share/, lib/.
 endif()
 
 # --- Windows: NSIS (the default) and WiX --------------------------------------------------------

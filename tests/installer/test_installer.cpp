@@ -155,7 +155,7 @@ class TestInstaller : public QObject {
 
   private slots:
     void initTestCase() {
-        m_programs = QString(TANDEM_PACKAGED_PROGRAMS).split(';', Qt::SkipEmptyParts);
+        m_programs = QString(TANDEM_PACKAGED_PROGRAMS).split(',', Qt::SkipEmptyParts);
         QVERIFY2(!m_programs.isEmpty(), "this build has no program to package");
         QVERIFY(m_tmp.isValid());
         for (const char* t : {"dpkg-deb", "dpkg-query", "dpkg-shlibdeps", "ldd", "readelf", "gzip",
