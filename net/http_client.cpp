@@ -105,7 +105,6 @@ struct AttemptOutcome {
 struct CallbackState {
     AttemptSpec* spec = nullptr;
     AttemptOutcome* out = nullptr;
-    bool sawFinalHeaders = false;
     Clock::time_point start;
     Clock::time_point lastProgress;
 };
