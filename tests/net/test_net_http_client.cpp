@@ -23,6 +23,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 using namespace tandem;
 using namespace tandem::net;
@@ -910,6 +911,42 @@ class TestNetHttpClient : public QObject {
         QVERIFY(hb.ok());
         QCOMPARE(hb->action, std::string("abandon"));
         QCOMPARE(hb->reason, std::string("no heartbeat for 181 s"));
+    }
+
+    void oneClientFromSeveralThreads() {
+        // The engine trains, heartbeats and uploads from different threads on one client.
+        const std::string blob = makeBlob(100000, 15);
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
+            if (q.method == "PUT") {
+                TestResponse r;
+                r.body = toHex(digestOf(q.body));
+                return r;
+            }
+            return serveWithRange(q, blob);
+        }));
+        auto cl = client(baseConfig(server.port()));
+        std::atomic<int> good{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 3; ++t)
+            threads.emplace_back([&, t] {
+                for (int i = 0; i < 5; ++i) {
+                    cl->setBearerToken("token" + std::to_string(t));
+                    const auto dest =
+                        path(("mt" + std::to_string(t) + "_" + std::to_string(i)).c_str());
+                    auto d = cl->download({"/f", dest, digestOf(blob), int64_t(blob.size()), {}});
+                    auto u =
+                        cl->upload("PUT", "/u",
+                                   UploadBody{std::span(
+                                       reinterpret_cast<const uint8_t*>(blob.data()), blob.size())},
+                                   "application/octet-stream");
+                    if (d.ok() && u.ok() && u->body == toHex(digestOf(blob)))
+                        ++good;
+                }
+            });
+        for (auto& t : threads)
+            t.join();
+        QCOMPARE(good.load(), 15);
     }
 
     void contentRangeParsing() {
