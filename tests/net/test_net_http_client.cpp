@@ -40,6 +40,25 @@ std::string makeBlob(size_t n, uint64_t seed) {
     return s;
 }
 
+// A value the server threads write and the test reads (the socket orders them, but race
+// detectors cannot see that).
+template <class T>
+class Guarded {
+  public:
+    void set(T v) {
+        std::lock_guard lock(m_mutex);
+        m_value = std::move(v);
+    }
+    T get() const {
+        std::lock_guard lock(m_mutex);
+        return m_value;
+    }
+
+  private:
+    mutable std::mutex m_mutex;
+    T m_value{};
+};
+
 Sha256Digest digestOf(const std::string& s) {
     return sha256(std::string_view(s));
 }
@@ -390,10 +409,10 @@ class TestNetHttpClient : public QObject {
 
     void downloadResumesFromThePartial() {
         const std::string blob = makeBlob(300000, 1);
-        std::string rangeSeen;
+        Guarded<std::string> rangeSeen;
         TlsTestServer server;
         QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
-            rangeSeen = q.header("range");
+            rangeSeen.set(q.header("range"));
             return serveWithRange(q, blob);
         }));
         const auto dest = path("resume.bin");
@@ -407,7 +426,7 @@ class TestNetHttpClient : public QObject {
                             }};
         auto r = client(baseConfig(server.port()))->download(req);
         QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
-        QCOMPARE(rangeSeen, std::string("bytes=123456-"));
+        QCOMPARE(rangeSeen.get(), std::string("bytes=123456-"));
         QCOMPARE(r->resumedFrom, 123456LL);
         QCOMPARE(r->bytesTransferred, int64_t(blob.size() - 123456));
         QCOMPARE(readFile(dest), blob);
@@ -725,10 +744,10 @@ class TestNetHttpClient : public QObject {
     }
 
     void bearerTokenAndJsonHeaders() {
-        TestRequest seen;
+        Guarded<TestRequest> seenBox;
         TlsTestServer server;
         QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
-            seen = q;
+            seenBox.set(q);
             TestResponse r;
             r.status = 204;
             r.reason = "No Content";
@@ -741,6 +760,7 @@ class TestNetHttpClient : public QObject {
         QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
         QCOMPARE(r->status, 204L);
         QVERIFY(r->retryAfter && r->retryAfter->count() == 12000);
+        const TestRequest seen = seenBox.get();
         QCOMPARE(seen.header("authorization"), std::string("Bearer tok123"));
         QCOMPARE(seen.header("content-type"), std::string("application/json"));
         QCOMPARE(seen.body, std::string(R"({"a":1})"));
@@ -750,10 +770,10 @@ class TestNetHttpClient : public QObject {
         const std::string blob = makeBlob(300000, 10);
         const std::string want = blob.substr(100000, 50000);
         std::atomic<bool> ignoreRange{false};
-        std::string rangeSeen;
+        Guarded<std::string> rangeSeen;
         TlsTestServer server;
         QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
-            rangeSeen = q.header("range");
+            rangeSeen.set(q.header("range"));
             if (ignoreRange) {
                 TestResponse r;
                 r.body = blob;
@@ -766,7 +786,7 @@ class TestNetHttpClient : public QObject {
         writeFile(path("range.bin.part"), want.substr(0, 20000));
         auto r = cl->download(req);
         QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
-        QCOMPARE(rangeSeen, std::string("bytes=120000-149999"));
+        QCOMPARE(rangeSeen.get(), std::string("bytes=120000-149999"));
         QCOMPARE(readFile(path("range.bin")), want);
         // The server answers 200 with the whole shard: the range is cut out of it.
         ignoreRange = true;
