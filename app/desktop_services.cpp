@@ -1,0 +1,174 @@
+#include "desktop_services.hpp"
+
+#include "bandwidth_probe.hpp"
+#include "coordinator_client.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/devices.hpp"
+#include "platform_probe.hpp"
+#include "tandem_version.hpp"
+
+#include <QCoreApplication>
+
+namespace tandem::app {
+
+namespace {
+QString tr(const char* text) {
+    return QCoreApplication::translate("tandem::app::Services", text);
+}
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+net::HttpClientConfig httpConfig(const core::Settings& s) {
+    net::HttpClientConfig c;
+    c.baseUrl = s.coordinatorUrl;
+    c.caFile = s.caFile;
+    c.pinnedPublicKey = s.pinnedPublicKey;
+    c.proxy = s.proxy;
+    c.userAgent = std::string("tandem/") + TANDEM_VERSION;
+    c.connectTimeout = std::chrono::milliseconds(10000);
+    c.lowSpeedSeconds = 20;
+    c.retry = net::RetryPolicy::none();
+    return c;
+}
+}  // namespace
+
+ui::DeviceReport DesktopServices::detectDevices() {
+    ui::DeviceReport r;
+    const GpuInventory gpus = detectGpus();
+    const bool built = cudaBackendBuilt();
+    for (const auto& g : gpus.devices) {
+        ui::DeviceInfo d;
+        d.id = QStringLiteral("cuda:%1").arg(g.index);
+        d.name = q(g.name);
+        d.memoryBytes = g.totalMemoryBytes;
+        d.details = tr("%1, compute capability %2.%3")
+                        .arg(q(core::formatBytes(g.totalMemoryBytes)))
+                        .arg(g.computeMajor)
+                        .arg(g.computeMinor);
+        if (!gpus.driverVersion.empty())
+            d.details += tr(", driver %1").arg(q(gpus.driverVersion));
+        d.usable = built && g.supported;
+        if (!built)
+            d.reason = tr("this build of Tandem has no CUDA backend");
+        else if (!g.supported)
+            d.reason = tr("compute capability %1.%2; Tandem needs 7.5 or newer")
+                           .arg(g.computeMajor)
+                           .arg(g.computeMinor);
+        r.devices.push_back(d);
+    }
+    if (!built)
+        r.gpuUnavailableReason = tr("this build of Tandem has no CUDA backend");
+    else if (!gpus.usable())
+        r.gpuUnavailableReason = q(gpus.unavailableReason);
+    ui::DeviceInfo cpu;
+    cpu.id = QStringLiteral("cpu");
+    core::PlatformProbe probe;
+    if (auto inv = probe.inventory()) {
+        cpu.name = q(inv->cpuModel);
+        cpu.details = tr("%1 threads, %2 memory")
+                          .arg(inv->logicalCores)
+                          .arg(q(core::formatBytes(inv->memoryTotalBytes)));
+        cpu.memoryBytes = inv->memoryTotalBytes;
+    } else {
+        cpu.name = tr("CPU");
+    }
+    r.devices.push_back(cpu);
+    return r;
+}
+
+ui::BandwidthReport DesktopServices::measureBandwidth(const core::Settings& settings) {
+    ui::BandwidthReport r;
+    auto http = net::HttpClient::create(httpConfig(settings));
+    if (!http) {
+        r.error = q(http.error().message);
+        return r;
+    }
+    net::BandwidthProbeConfig config;
+    config.maxPerDirection = std::chrono::milliseconds(8000);
+    auto sample = net::probeBandwidth(**http, config);
+    if (!sample) {
+        r.error = q(sample.error().message);
+        return r;
+    }
+    r.ok = true;
+    r.downMbitPerSecond = sample->downMbitPerSecond;
+    r.upMbitPerSecond = sample->upMbitPerSecond;
+    r.latencyMs = sample->latencyMs;
+    return r;
+}
+
+ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
+    ui::RunInfo r;
+    auto client = net::CoordinatorClient::create(httpConfig(settings));
+    if (!client) {
+        r.error = q(client.error().message);
+        return r;
+    }
+    auto status = (*client)->status();
+    if (!status) {
+        r.error = q(status.error().message);
+        return r;
+    }
+    r.ok = true;
+    r.runId = status->runId;
+    r.round = status->round;
+    r.model = q(status->model.describe());
+    r.parameterCount = status->model.parameterCount();
+    r.activeWorkers = status->activeWorkers;
+    r.totalTokens = status->totalTokens;
+    for (const auto& h : status->history)
+        r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
+    return r;
+}
+
+ResolvedDevice resolveDevice(const std::string& wanted, int cpuThreads) {
+    ResolvedDevice out;
+    core::PlatformProbe probe;
+    auto inv = probe.inventory();
+    if (wanted == "auto" || wanted.rfind("cuda", 0) == 0) {
+        const GpuInventory gpus = detectGpus();
+        int index = 0;
+        if (wanted.rfind("cuda:", 0) == 0)
+            index = std::atoi(wanted.c_str() + 5);
+        const GpuDevice* gpu = nullptr;
+        for (const auto& d : gpus.devices)
+            if (d.index == index)
+                gpu = &d;
+        std::string why;
+        if (!cudaBackendBuilt())
+            why = "this build has no CUDA backend";
+        else if (!gpus.usable())
+            why = gpus.unavailableReason;
+        else if (!gpu)
+            why = "there is no CUDA device " + std::to_string(index);
+        else if (!gpu->supported)
+            why = gpu->name + " has compute capability " + std::to_string(gpu->computeMajor) + "." +
+                  std::to_string(gpu->computeMinor) + "; Tandem needs 7.5 or newer";
+        if (why.empty()) {
+            out.device = "cuda:" + std::to_string(index);
+            out.description = out.device + " " + gpu->name;
+            out.memoryBytes = gpu->totalMemoryBytes;
+        } else {
+            out.note = "training on the CPU: " + why;
+        }
+    }
+    if (out.device.empty()) {
+        out.device = "cpu";
+        out.description = "cpu";
+        if (inv) {
+            out.description =
+                "cpu " + inv->cpuModel + " (" + std::to_string(cpuThreads) + " threads)";
+            out.memoryBytes = inv->memoryAvailableBytes;
+        }
+    }
+    if (inv)
+        out.hardwareSummary = inv->cpuModel + ", " + std::to_string(inv->logicalCores) +
+                              " threads, " + core::formatBytes(inv->memoryTotalBytes) + " RAM, " +
+                              inv->osName;
+    if (out.device != "cpu")
+        out.hardwareSummary = out.description + "; " + out.hardwareSummary;
+    return out;
+}
+
+}  // namespace tandem::app

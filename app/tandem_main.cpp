@@ -1,0 +1,316 @@
+// tandem: the desktop app. Runs the worker engine in-process (core/engine.hpp) behind the
+// EngineBridge, with the main window, the tray icon, the first-run wizard and the settings
+// (ui/). One instance per user and data directory: a second launch shows the running window.
+#include "app_actions.hpp"
+#include "coordinator_client.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "desktop_services.hpp"
+#include "engine.hpp"
+#include "engine_bridge.hpp"
+#include "idle_dbus.hpp"
+#include "main_window.hpp"
+#include "net_coordinator_api.hpp"
+#include "platform_probe.hpp"
+#include "settings.hpp"
+#include "single_instance.hpp"
+#include "tandem_version.hpp"
+#include "tray.hpp"
+#include "ui_prefs.hpp"
+#include "wizard.hpp"
+
+#include <unistd.h>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QMessageBox>
+#include <QStandardPaths>
+#include <QTimer>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+using namespace tandem;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path defaultDataDir() {
+    QString base = qEnvironmentVariable("XDG_DATA_HOME");
+    if (base.isEmpty())
+        base = QDir::homePath() + QStringLiteral("/.local/share");
+    return fs::path((base + QStringLiteral("/tandem")).toStdString());
+}
+
+std::string hostName() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0')
+        return "tandem";
+    return buf;
+}
+
+// Settings that only take effect with a new engine (the rest are applied in place).
+bool needsRestart(const core::Settings& a, const core::Settings& b) {
+    return a.device != b.device || a.coordinatorUrl != b.coordinatorUrl || a.caFile != b.caFile ||
+           a.pinnedPublicKey != b.pinnedPublicKey || a.proxy != b.proxy ||
+           a.dataDirectory != b.dataDirectory ||
+           a.uploadLimitBytesPerSecond != b.uploadLimitBytesPerSecond ||
+           a.downloadLimitBytesPerSecond != b.downloadLimitBytesPerSecond;
+}
+
+// The engine and everything it needs, made from the settings; recreated when they change.
+class EngineHost {
+  public:
+    EngineHost(ui::EngineBridge& bridge, const core::Clock& clock, const core::TimeZone& zone,
+               fs::path configDir)
+        : m_bridge(bridge), m_clock(clock), m_zone(zone), m_configDir(std::move(configDir)) {}
+    ~EngineHost() { stop(); }
+
+    fs::path dataDir(const core::Settings& s) const {
+        return s.dataDirectory.empty() ? m_configDir : fs::path(s.dataDirectory);
+    }
+
+    // Returns an error text, or empty when the engine runs.
+    QString start(const core::Settings& s) {
+        stop();
+        if (s.coordinatorUrl.empty())
+            return {};
+        const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const auto device = app::resolveDevice(s.device, threads);
+        net::HttpClientConfig http;
+        http.baseUrl = s.coordinatorUrl;
+        http.caFile = s.caFile;
+        http.pinnedPublicKey = s.pinnedPublicKey;
+        http.proxy = s.proxy;
+        http.userAgent = std::string("tandem/") + TANDEM_VERSION;
+        http.maxSendBytesPerSecond = s.uploadLimitBytesPerSecond;
+        http.maxRecvBytesPerSecond = s.downloadLimitBytesPerSecond;
+        http.retry.maxAttempts = 3;
+        http.retry.maxBackoff = std::chrono::milliseconds(10000);
+        auto client = net::CoordinatorClient::create(http);
+        if (!client)
+            return QString::fromStdString(client.error().message);
+        m_api = std::make_unique<core::NetCoordinatorApi>(std::move(*client));
+
+        core::EngineConfig cfg;
+        cfg.dataDir = dataDir(s);
+        cfg.coordinatorUrl = s.coordinatorUrl;
+        cfg.device = device.device;
+        cfg.deviceDescription = device.description;
+        cfg.deviceMemoryBytes = device.memoryBytes;
+        cfg.clientName = hostName();
+        cfg.hardwareSummary = device.hardwareSummary;
+        cfg.rules = s.rules;
+        core::Engine::Dependencies deps;
+        deps.api = m_api.get();
+        deps.clock = &m_clock;
+        deps.zone = &m_zone;
+        deps.backends = [threads](const std::string& dev) {
+            return makeBackendByName(dev, threads);
+        };
+        deps.probe = [this] {
+            core::RuleProbe p;
+            p.power = m_platform.powerStatus().source;
+            p.idleSeconds = m_idle.idleSeconds();
+            return p;
+        };
+        deps.observer = m_bridge.observer();
+        auto engine = core::Engine::create(cfg, deps);
+        if (!engine) {
+            m_api.reset();
+            return QString::fromStdString(engine.error().message);
+        }
+        m_engine = std::move(*engine);
+        if (!device.note.empty())
+            (void)m_engine->ledger().recordEvent(m_clock.nowMs(), core::EventLevel::Info,
+                                                 device.note);
+        m_bridge.setEngine(m_engine.get());
+        m_engine->start();
+        return {};
+    }
+
+    // Checkpoints the unit in training and joins the engine's threads.
+    void stop() {
+        if (!m_engine)
+            return;
+        m_bridge.setEngine(nullptr);
+        m_engine->quit();
+        m_engine->wait();
+        m_engine.reset();
+        m_api.reset();
+    }
+
+    core::Engine* engine() const { return m_engine.get(); }
+
+  private:
+    ui::EngineBridge& m_bridge;
+    const core::Clock& m_clock;
+    const core::TimeZone& m_zone;
+    fs::path m_configDir;
+    core::PlatformProbe m_platform;
+    ui::DBusIdleSource m_idle;
+    std::unique_ptr<core::NetCoordinatorApi> m_api;
+    std::unique_ptr<core::Engine> m_engine;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("tandem"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Tandem"));
+    QApplication::setOrganizationName(QStringLiteral("Tandem"));
+    QApplication::setApplicationVersion(QStringLiteral(TANDEM_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("tandem"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/tandem.svg")));
+    QApplication::setQuitOnLastWindowClosed(false);
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QCoreApplication::translate(
+        "main",
+        "Donate this computer's spare GPU time to the training of an open language model."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption coordinatorOpt(
+        QStringLiteral("coordinator"),
+        QCoreApplication::translate("main",
+                                    "Pre-fill the coordinator URL (also $TANDEM_COORDINATOR)."),
+        QStringLiteral("url"));
+    const QCommandLineOption pinOpt(
+        QStringLiteral("pin"),
+        QCoreApplication::translate(
+            "main", "Pre-fill the coordinator's key pin, sha256//... (also $TANDEM_PIN)."),
+        QStringLiteral("pin"));
+    const QCommandLineOption caOpt(
+        QStringLiteral("ca-file"),
+        QCoreApplication::translate("main", "Trust the coordinator through this CA file."),
+        QStringLiteral("file"));
+    const QCommandLineOption dataOpt(
+        QStringLiteral("data-dir"),
+        QCoreApplication::translate("main",
+                                    "Settings, identity, ledger and work (default "
+                                    "~/.local/share/tandem; also $TANDEM_DATA_DIR)."),
+        QStringLiteral("dir"));
+    const QCommandLineOption backgroundOpt(
+        QStringLiteral("background"),
+        QCoreApplication::translate(
+            "main", "Start in the tray without showing the window (used at login)."));
+    const QCommandLineOption skipWizardOpt(
+        QStringLiteral("skip-wizard"),
+        QCoreApplication::translate(
+            "main", "With --coordinator: join without the first-run wizard, with default limits."));
+    parser.addOptions({coordinatorOpt, pinOpt, caOpt, dataOpt, backgroundOpt, skipWizardOpt});
+    parser.process(app);
+
+    auto optionOrEnv = [&](const QCommandLineOption& o, const char* env) {
+        return parser.isSet(o) ? parser.value(o) : qEnvironmentVariable(env);
+    };
+    const QString dataArg = optionOrEnv(dataOpt, "TANDEM_DATA_DIR");
+    const fs::path configDir =
+        dataArg.isEmpty() ? defaultDataDir() : fs::path(dataArg.toStdString());
+    std::error_code ec;
+    fs::create_directories(configDir, ec);
+
+    ui::SingleInstance instance(QString::fromStdString(configDir.string()));
+    if (!instance.claim(true)) {
+        std::fprintf(stderr, "tandem: already running for %s; showed its window\n",
+                     configDir.string().c_str());
+        return 0;
+    }
+
+    const fs::path settingsFile = configDir / core::kSettingsFileName;
+    const bool firstRun = !fs::exists(settingsFile);
+    core::Settings settings;
+    if (auto loaded = core::loadSettings(settingsFile)) {
+        settings = loaded->settings;
+        for (const auto& w : loaded->warnings)
+            std::fprintf(stderr, "tandem: settings: %s\n", w.c_str());
+    } else {
+        QMessageBox::warning(nullptr, QObject::tr("Tandem"),
+                             QObject::tr("The settings in %1 cannot be used: %2\nTandem starts "
+                                         "with the defaults; fix or delete the file.")
+                                 .arg(QString::fromStdString(settingsFile.string()),
+                                      QString::fromStdString(loaded.error().message)));
+    }
+    const QString coordinatorArg = optionOrEnv(coordinatorOpt, "TANDEM_COORDINATOR");
+    const QString pinArg = optionOrEnv(pinOpt, "TANDEM_PIN");
+    core::Settings initial = settings;
+    if (!coordinatorArg.isEmpty())
+        initial.coordinatorUrl = coordinatorArg.toStdString();
+    if (!pinArg.isEmpty()) {
+        initial.pinnedPublicKey = pinArg.toStdString();
+        initial.caFile.clear();
+    }
+    if (parser.isSet(caOpt)) {
+        initial.caFile = parser.value(caOpt).toStdString();
+        initial.pinnedPublicKey.clear();
+    }
+
+    core::SystemClock clock;
+    core::SystemTimeZone zone;
+    ui::EngineBridge bridge(clock, zone);
+    app::DesktopServices services;
+    ui::UiPrefs prefs(QString::fromStdString((configDir / "ui.ini").string()));
+    ui::UiContext context;
+    context.bridge = &bridge;
+    context.services = &services;
+    context.settings = &settings;
+    context.settingsFile = settingsFile;
+    context.prefs = &prefs;
+
+    if (firstRun || settings.coordinatorUrl.empty()) {
+        if (parser.isSet(skipWizardOpt) && !initial.coordinatorUrl.empty()) {
+            settings = initial;
+            (void)core::saveSettings(settingsFile, settings);
+        } else {
+            ui::FirstRunWizard wizard(context, initial);
+            if (wizard.exec() == QDialog::Accepted) {
+                settings = wizard.settings();
+                if (auto st = core::saveSettings(settingsFile, settings); !st)
+                    QMessageBox::warning(nullptr, QObject::tr("Tandem"),
+                                         QString::fromStdString(st.error().message));
+            }
+        }
+    } else if (!coordinatorArg.isEmpty() && settings.coordinatorUrl != initial.coordinatorUrl) {
+        std::fprintf(stderr, "tandem: using the coordinator of %s (%s), not %s\n",
+                     settingsFile.string().c_str(), settings.coordinatorUrl.c_str(),
+                     coordinatorArg.toUtf8().constData());
+    }
+
+    ui::AppActions actions(&bridge, nullptr);
+    ui::MainWindow window(context, &actions);
+    ui::TrayController tray(context, &actions, &window);
+    EngineHost host(bridge, clock, zone, configDir);
+    auto startEngine = [&] {
+        const QString error = host.start(settings);
+        window.setNotice(error.isEmpty() ? QString()
+                                         : QObject::tr("Tandem cannot start: %1").arg(error));
+        window.refresh();
+        tray.update();
+    };
+    startEngine();
+
+    QObject::connect(&instance, &ui::SingleInstance::raiseRequested, &window,
+                     &ui::MainWindow::bringToFront);
+    core::Settings applied = settings;
+    QObject::connect(&window, &ui::MainWindow::settingsSaved, &window, [&] {
+        if (needsRestart(applied, settings))
+            startEngine();  // checkpoints, then starts again with the new settings
+        else if (host.engine())
+            host.engine()->setRules(settings.rules);
+        applied = settings;
+    });
+    QObject::connect(&bridge, &ui::EngineBridge::quitRequested, &app, [&] {
+        window.hide();
+        tray.icon()->hide();
+        host.stop();  // checkpoint and join
+        QApplication::quit();
+    });
+
+    if (!parser.isSet(backgroundOpt) || !tray.available())
+        window.bringToFront();
+    const int rc = QApplication::exec();
+    host.stop();
+    return rc;
+}

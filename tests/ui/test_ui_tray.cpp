@@ -1,0 +1,199 @@
+// The tray menu's actions against a real Engine (tests/core/fake_coordinator.hpp serves a tiny
+// model): each action changes the engine's state, and the state shown by the tray icon, its
+// tooltip, the window's status bar and the Overview headline change with it, alike.
+#include "app_actions.hpp"
+#include "engine.hpp"
+#include "fake_coordinator.hpp"
+#include "main_window.hpp"
+#include "pages.hpp"
+#include "tray.hpp"
+#include "ui_fixture.hpp"
+#include "ui_prefs.hpp"
+
+#include <QAction>
+#include <QLabel>
+#include <QMenu>
+#include <QSignalSpy>
+
+using namespace tandem;
+
+namespace {
+
+QAction* menuAction(QMenu* menu, const char* name) {
+    for (QAction* a : menu->actions())
+        if (a->objectName() == QLatin1String(name))
+            return a;
+    return nullptr;
+}
+
+}  // namespace
+
+class TestUiTray : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    core::SystemClock m_clock;
+    core::FixedOffsetTimeZone m_zone{0};
+    std::unique_ptr<testing::FakeCoordinator> m_api;
+    std::unique_ptr<ui::EngineBridge> m_bridge;
+    std::unique_ptr<core::Engine> m_engine;
+    std::unique_ptr<ui::UiPrefs> m_prefs;
+    core::Settings m_settings;
+    ui::UiContext m_ctx;
+    std::unique_ptr<ui::AppActions> m_actions;
+    std::unique_ptr<ui::MainWindow> m_window;
+    std::unique_ptr<ui::TrayController> m_tray;
+
+    core::EngineState engineState() const { return m_engine->snapshot().state; }
+    bool working() const {
+        const auto s = engineState();
+        return s == core::EngineState::Fetching || s == core::EngineState::Downloading ||
+               s == core::EngineState::Training || s == core::EngineState::Uploading;
+    }
+    QString headline() const {
+        return m_window->overviewPage()->findChild<QLabel*>(QStringLiteral("headline"))->text();
+    }
+    // Icon, tooltip, status bar and overview tell the same story.
+    void checkShownAlike(ui::StateKind kind, const QString& headlineStart) {
+        QTRY_COMPARE(m_tray->shownKind(), kind);
+        QTRY_VERIFY2(headline().startsWith(headlineStart), qPrintable(headline()));
+        QTRY_VERIFY2(m_tray->toolTip().startsWith(QStringLiteral("Tandem\n") + headline()),
+                     qPrintable(m_tray->toolTip()));
+        QTRY_VERIFY2(m_window->statusText().startsWith(headline()),
+                     qPrintable(m_window->statusText()));
+    }
+
+  private slots:
+    void initTestCase() {
+        m_api = std::make_unique<testing::FakeCoordinator>("L=1,NH=2,C=16,T=16", 3000);
+        m_bridge = std::make_unique<ui::EngineBridge>(m_clock, m_zone);
+        core::EngineConfig cfg;
+        cfg.dataDir = (m_dir.path() + QStringLiteral("/data")).toStdString();
+        cfg.coordinatorUrl = "https://coordinator.test";
+        cfg.pollIntervalMs = 20;
+        cfg.rulesCheckIntervalMs = 0;
+        core::Engine::Dependencies deps;
+        deps.api = m_api.get();
+        deps.clock = &m_clock;
+        deps.zone = &m_zone;
+        deps.backends = [](const std::string&) { return makeCpuBackend("cpu", 1); };
+        deps.observer = m_bridge->observer();
+        auto engine = core::Engine::create(cfg, deps);
+        QVERIFY2(engine.ok(), engine.ok() ? "" : engine.error().message.c_str());
+        m_engine = std::move(*engine);
+        m_bridge->setEngine(m_engine.get());
+
+        m_prefs = std::make_unique<ui::UiPrefs>(m_dir.path() + QStringLiteral("/ui.ini"));
+        m_ctx.bridge = m_bridge.get();
+        m_ctx.settings = &m_settings;
+        m_ctx.prefs = m_prefs.get();
+        m_actions = std::make_unique<ui::AppActions>(m_bridge.get(), nullptr);
+        m_window = std::make_unique<ui::MainWindow>(m_ctx, m_actions.get());
+        m_tray = std::make_unique<ui::TrayController>(m_ctx, m_actions.get(), m_window.get());
+        m_window->show();
+        m_engine->start();
+        QTRY_VERIFY_WITH_TIMEOUT(working(), 30000);
+        checkShownAlike(ui::StateKind::Working, QStringLiteral("Working: "));
+    }
+
+    void menuHoldsTheActions() {
+        QMenu* menu = m_tray->menu();
+        QStringList names;
+        for (QAction* a : menu->actions())
+            if (!a->isSeparator())
+                names << a->objectName();
+        QCOMPARE(names,
+                 QStringList({"actionOpen", "actionPauseResume", "actionSnooze1h", "actionSnooze3h",
+                              "actionSnoozeTomorrow", "actionFinishThenPause", "actionQuit"}));
+        QCOMPARE(menuAction(menu, "actionPauseResume")->text(), QStringLiteral("&Pause"));
+    }
+
+    void pauseAndResume() {
+        QAction* pause = menuAction(m_tray->menu(), "actionPauseResume");
+        pause->trigger();
+        QTRY_COMPARE(engineState(), core::EngineState::Paused);
+        checkShownAlike(ui::StateKind::Paused, QStringLiteral("Paused"));
+        QTRY_COMPARE(pause->text(), QStringLiteral("&Resume"));
+        pause->trigger();
+        QTRY_VERIFY(working());
+        checkShownAlike(ui::StateKind::Working, QStringLiteral("Working"));
+        QTRY_COMPARE(pause->text(), QStringLiteral("&Pause"));
+    }
+
+    void snoozeOneHour() {
+        const int64_t before = m_clock.nowMs();
+        menuAction(m_tray->menu(), "actionSnooze1h")->trigger();
+        QTRY_COMPARE(engineState(), core::EngineState::Snoozed);
+        const auto until = m_engine->snapshot().snoozedUntilMs;
+        QVERIFY(until.has_value());
+        QVERIFY(*until >= before + 3600'000 && *until <= m_clock.nowMs() + 3600'000);
+        checkShownAlike(ui::StateKind::Paused, QStringLiteral("Snoozed until "));
+        // Resume ends a snooze.
+        menuAction(m_tray->menu(), "actionPauseResume")->trigger();
+        QTRY_VERIFY(working());
+        QVERIFY(!m_engine->snapshot().snoozedUntilMs.has_value());
+    }
+
+    void snoozeThreeHoursAndTomorrow() {
+        menuAction(m_tray->menu(), "actionSnooze3h")->trigger();
+        QTRY_COMPARE(engineState(), core::EngineState::Snoozed);
+        QVERIFY(*m_engine->snapshot().snoozedUntilMs >= m_clock.nowMs() + 3 * 3600'000 - 60'000);
+        menuAction(m_tray->menu(), "actionSnoozeTomorrow")->trigger();
+        // Until the next local midnight (UTC here).
+        QTRY_VERIFY(m_engine->snapshot().snoozedUntilMs.has_value() &&
+                    *m_engine->snapshot().snoozedUntilMs % 86400'000 == 0);
+        checkShownAlike(ui::StateKind::Paused, QStringLiteral("Snoozed until "));
+        menuAction(m_tray->menu(), "actionPauseResume")->trigger();
+        QTRY_VERIFY(working());
+    }
+
+    void finishThenPause() {
+        QAction* finish = menuAction(m_tray->menu(), "actionFinishThenPause");
+        QVERIFY(finish->isCheckable());
+        const int64_t trained = m_engine->snapshot().totals.workUnitsTrained;
+        finish->trigger();
+        QTRY_VERIFY(m_engine->snapshot().finishThenPause);
+        // The unit finishes (3000 steps), then the engine pauses without starting another.
+        QTRY_COMPARE_WITH_TIMEOUT(engineState(), core::EngineState::Paused, 60000);
+        QVERIFY(m_engine->snapshot().totals.workUnitsTrained >= trained);
+        checkShownAlike(ui::StateKind::Paused, QStringLiteral("Paused"));
+        QTRY_VERIFY(!finish->isChecked());
+    }
+
+    void openAndQuit() {
+        m_window->close();  // no system tray on offscreen: minimised, not hidden
+        QVERIFY(!m_tray->available());
+        QVERIFY(m_window->isVisible());
+        auto* notice = m_window->overviewPage()->findChild<QLabel*>(QStringLiteral("notice"));
+        QVERIFY(notice->text().contains(QStringLiteral("no system tray")));
+        menuAction(m_tray->menu(), "actionOpen")->trigger();
+        QVERIFY(m_window->isVisible() && !m_window->isMinimized());
+        QSignalSpy quit(m_bridge.get(), &ui::EngineBridge::quitRequested);
+        menuAction(m_tray->menu(), "actionQuit")->trigger();
+        QCOMPARE(quit.count(), 1);
+    }
+
+    void firstAcceptedContributionIsNotifiedOnce() {
+        // The engine settled units while the tests ran: one notice, however many were accepted.
+        QTRY_VERIFY(m_engine->snapshot().totals.workUnitsAccepted >= 1);
+        int firsts = 0;
+        for (const auto& n : m_tray->notices())
+            firsts += n.title.startsWith(QStringLiteral("Your first contribution")) ? 1 : 0;
+        QCOMPARE(firsts, 1);
+        m_tray->onWorkUnitSettled(QStringLiteral("99"), int(core::WorkUnitState::Accepted));
+        firsts = 0;
+        for (const auto& n : m_tray->notices())
+            firsts += n.title.startsWith(QStringLiteral("Your first contribution")) ? 1 : 0;
+        QCOMPARE(firsts, 1);
+    }
+
+    void cleanupTestCase() {
+        m_tray.reset();
+        m_window.reset();
+        m_bridge->setEngine(nullptr);
+        m_engine.reset();  // quits with a checkpoint and joins
+    }
+};
+
+QTEST_MAIN(TestUiTray)
+#include "test_ui_tray.moc"

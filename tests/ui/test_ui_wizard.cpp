@@ -1,0 +1,150 @@
+// The first-run wizard, page by page, with fake Services: devices with the reason a GPU cannot
+// be used, the coordinator pre-filled and checked, the bandwidth measured, the costs worked out
+// from the measured figures (hand-computed here), the limits set; and estimateCosts alone.
+#include "wizard.hpp"
+
+#include "ui_fixture.hpp"
+#include "ui_prefs.hpp"
+
+#include <QAbstractButton>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QLineEdit>
+
+using namespace tandem;
+using namespace tandem::uitest;
+
+class TestUiWizard : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase() { QLocale::setDefault(QLocale::c()); }
+
+    void estimateCostsByHand() {
+        // 1 M parameters: 4 MB of fp32 weights + 256 KiB data down, 2 MB fp16 + 128 B up.
+        const auto c = ui::estimateCosts(1'000'000, 262'144, 80, 20, 300, 8);
+        QCOMPARE(c.downloadBytesPerUnit, int64_t(4'262'144));
+        QCOMPARE(c.uploadBytesPerUnit, int64_t(2'000'128));
+        QCOMPARE(c.downloadSecondsPerUnit, 4'262'144 * 8 / 80e6);
+        QCOMPARE(c.uploadSecondsPerUnit, 2'000'128 * 8 / 20e6);
+        // Uploads overlap training: a unit paces at download + max(train, upload).
+        const double perUnit = 4'262'144 * 8 / 80e6 + 300;
+        QCOMPARE(c.unitsPerDay, 8 * 3600 / perUnit);
+        QCOMPARE(c.uploadBytesPerDay, c.unitsPerDay * 2'000'128);
+        // A slow uplink (0.05 Mbit/s: 320 s per result) sets the pace instead.
+        const auto slow = ui::estimateCosts(1'000'000, 262'144, 80, 0.05, 300, 24);
+        QCOMPARE(slow.unitsPerDay, 24 * 3600 / (4'262'144 * 8 / 80e6 + 2'000'128 * 8 / 0.05e6));
+        // Unmeasured: no time, no per-day figures.
+        QCOMPARE(ui::estimateCosts(1'000'000, 0, 0, 0, 300, 8).downloadSecondsPerUnit, 0.0);
+    }
+
+    void flow() {
+        QTemporaryDir dir;
+        core::ManualClock clock(kNowMs);
+        core::FixedOffsetTimeZone zone(0);
+        ui::EngineBridge bridge(clock, zone);
+        FakeServices services;
+        ui::UiPrefs prefs(dir.path() + QStringLiteral("/ui.ini"));
+        ui::UiContext ctx;
+        ctx.bridge = &bridge;
+        ctx.services = &services;
+        ctx.prefs = &prefs;
+        core::Settings initial;
+        initial.coordinatorUrl = "https://127.0.0.1:8443";  // as the demo pre-fills it
+        const std::string pin = "sha256//" + std::string(43, 'A') + "=";
+        initial.pinnedPublicKey = pin;
+
+        ui::FirstRunWizard wizard(ctx, initial);
+        wizard.show();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::DevicesPage));
+        QTRY_VERIFY(!wizard.detecting());
+        QCOMPARE(services.deviceCalls.load(), 1);
+        // The GPU is listed with why it cannot be used; only the CPU can be chosen.
+        QVERIFY2(wizard.deviceList()->text().contains(
+                     QStringLiteral("compute capability 6.1; Tandem needs 7.5 or newer")),
+                 qPrintable(wizard.deviceList()->text()));
+        QVERIFY(wizard.deviceList()->text().contains(QStringLiteral("No GPU can be used")));
+        QCOMPARE(wizard.deviceBox()->count(), 1);
+        QCOMPARE(wizard.deviceBox()->currentData().toString(), QStringLiteral("cpu"));
+
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CoordinatorPage));
+        QCOMPARE(wizard.coordinatorEdit()->text(), QStringLiteral("https://127.0.0.1:8443"));
+        QCOMPARE(wizard.pinEdit()->text(), QString::fromStdString(pin));
+        // A plain-http address is refused with core/settings' message.
+        wizard.coordinatorEdit()->setText(QStringLiteral("http://127.0.0.1:8443"));
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CoordinatorPage));
+        auto* error = wizard.findChild<QLabel*>(QStringLiteral("urlError"));
+        QVERIFY2(error->text().contains(QStringLiteral("uses plain http")),
+                 qPrintable(error->text()));
+        wizard.coordinatorEdit()->setText(QStringLiteral("https://127.0.0.1:8443"));
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::BandwidthPage));
+
+        // Measuring keeps Next disabled until it is done.
+        QTRY_VERIFY(!wizard.measuring());
+        QCOMPARE(services.bandwidthCalls.load(), 1);
+        QCOMPARE(services.lastUrl, std::string("https://127.0.0.1:8443"));
+        QVERIFY(wizard.button(QWizard::NextButton)->isEnabled());
+        QCOMPARE(wizard.bandwidthLabel()->text(),
+                 QStringLiteral("Download: 80.0 Mbit/s\nUpload: 20.0 Mbit/s\nLatency: 12 ms"));
+        QCOMPARE(prefs.number(QStringLiteral("bandwidth/downMbit")), 80.0);
+
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
+        // 8 h a day at 300.43 s per unit: 95.9 units, 408.6 MB down and 191.8 MB up a day.
+        const QString costs = wizard.costText();
+        QVERIFY2(costs.contains(QStringLiteral("downloads 4.3 MB and uploads 2.0 MB")),
+                 qPrintable(costs));
+        QVERIFY2(costs.contains(QStringLiteral(
+                     "about 96 units a day: <b>409 MB down</b> and <b>192 MB up</b>")),
+                 qPrintable(costs));
+        wizard.hoursPerDay()->setValue(24);
+        QVERIFY2(wizard.costText().contains(QStringLiteral("<b>1.2 GB down</b>")),
+                 qPrintable(wizard.costText()));
+
+        wizard.uploadCapGb()->setValue(0.5);
+        wizard.downloadCapGb()->setValue(2);
+        wizard.onlyWhenIdle()->setChecked(true);
+        wizard.button(QWizard::FinishButton)->click();
+        QCOMPARE(wizard.result(), int(QDialog::Accepted));
+        const core::Settings s = wizard.settings();
+        QCOMPARE(s.coordinatorUrl, std::string("https://127.0.0.1:8443"));
+        QCOMPARE(s.pinnedPublicKey, pin);
+        QCOMPARE(s.device, std::string("cpu"));
+        QCOMPARE(s.rules.dailyUploadCapBytes, int64_t(500'000'000));
+        QCOMPARE(s.rules.dailyDownloadCapBytes, int64_t(2'000'000'000));
+        QVERIFY(s.rules.onlyWhenIdle);
+        QVERIFY(core::validate(s).empty());
+    }
+
+    void failedMeasurementStillLetsThemContinue() {
+        core::ManualClock clock(kNowMs);
+        core::FixedOffsetTimeZone zone(0);
+        ui::EngineBridge bridge(clock, zone);
+        FakeServices services;
+        services.bandwidthFails = true;
+        ui::UiContext ctx;
+        ctx.bridge = &bridge;
+        ctx.services = &services;
+        core::Settings initial;
+        initial.coordinatorUrl = "https://127.0.0.1:9";
+        ui::FirstRunWizard wizard(ctx, initial);
+        wizard.show();
+        QTRY_VERIFY(!wizard.detecting());
+        wizard.next();
+        wizard.next();
+        QTRY_VERIFY(!wizard.measuring());
+        QVERIFY(wizard.bandwidthLabel()->text().startsWith(
+            QStringLiteral("The measurement failed: connection refused by 127.0.0.1:9")));
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
+        QVERIFY(wizard.costText().contains(QStringLiteral("The connection was not measured")));
+    }
+};
+
+QTEST_MAIN(TestUiWizard)
+#include "test_ui_wizard.moc"

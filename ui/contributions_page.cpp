@@ -1,0 +1,217 @@
+#include "engine_bridge.hpp"
+#include "pages.hpp"
+#include "state_view.hpp"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <cmath>
+
+namespace tandem::ui {
+
+ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
+    : Page(context, parent) {
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
+
+    auto* top = new QHBoxLayout();
+    auto* totalsBox = new QGroupBox(tr("Totals"), content);
+    auto* grid = new QGridLayout(totalsBox);
+    const std::pair<const char*, QString> rows[] = {
+        {"units", tr("Work units:")},       {"tokens", tr("Tokens trained:")},
+        {"gpu", tr("GPU-hours:")},          {"compute", tr("Compute hours:")},
+        {"credit", tr("Credit:")},          {"sent", tr("Data sent:")},
+        {"received", tr("Data received:")},
+    };
+    int r = 0;
+    for (const auto& [key, label] : rows) {
+        auto* name = new QLabel(label, totalsBox);
+        auto* value = new QLabel(totalsBox);
+        value->setObjectName(QStringLiteral("total_") + QLatin1String(key));
+        value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        name->setBuddy(value);
+        grid->addWidget(name, r / 2, (r % 2) * 2);
+        grid->addWidget(value, r / 2, (r % 2) * 2 + 1);
+        m_totals[QLatin1String(key)] = value;
+        ++r;
+    }
+    top->addWidget(totalsBox, 1);
+    layout->addLayout(top);
+
+    auto* chartHead = new QHBoxLayout();
+    auto* chartTitle = new QLabel(tr("Per day, last %1 days:").arg(kDays), content);
+    m_metric = new QComboBox(content);
+    m_metric->setObjectName(QStringLiteral("metric"));
+    m_metric->addItem(tr("Tokens"));
+    m_metric->addItem(tr("GPU-hours"));
+    m_metric->addItem(tr("Compute hours (GPU or CPU)"));
+    m_metric->setAccessibleName(tr("What the chart shows"));
+    chartTitle->setBuddy(m_metric);
+    chartHead->addWidget(chartTitle);
+    chartHead->addWidget(m_metric);
+    chartHead->addStretch(1);
+    layout->addLayout(chartHead);
+    connect(m_metric, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+
+    m_view = makeChartView(tr("Contributions per day"), content);
+    m_chart = m_view->chart();
+    m_series = new QBarSeries();
+    m_set = new QBarSet(tr("Tokens"));
+    m_series->append(m_set);
+    m_chart->addSeries(m_series);
+    m_axisX = new QBarCategoryAxis();
+    m_axisY = new QValueAxis();
+    m_axisY->setLabelFormat(QStringLiteral("%.3g"));
+    m_chart->addAxis(m_axisX, Qt::AlignBottom);
+    m_chart->addAxis(m_axisY, Qt::AlignLeft);
+    m_series->attachAxis(m_axisX);
+    m_series->attachAxis(m_axisY);
+    m_chart->legend()->hide();
+    layout->addWidget(m_view, 1);
+
+    m_table = new QTableWidget(0, 7, content);
+    m_table->setObjectName(QStringLiteral("workUnits"));
+    m_table->setAccessibleName(tr("Work units"));
+    m_table->setHorizontalHeaderLabels({tr("Work unit"), tr("Trained"), tr("State"), tr("Tokens"),
+                                        tr("Loss (first → last)"), tr("Device"), tr("Receipt")});
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->verticalHeader()->hide();
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setAlternatingRowColors(true);
+    layout->addWidget(m_table, 1);
+    setContent(content);
+}
+
+void ContributionsPage::setMetric(Metric metric) {
+    m_metric->setCurrentIndex(static_cast<int>(metric));
+}
+
+QString ContributionsPage::totalText(const QString& key) const {
+    auto it = m_totals.find(key);
+    return it == m_totals.end() ? QString() : it->second->text();
+}
+
+void ContributionsPage::refresh() {
+    core::Ledger* ledger = m_ctx.bridge->ledger();
+    const QLocale loc;
+    auto totals = ledger ? ledger->totals() : tandem::Expected<core::Totals>(core::Totals{});
+    auto units =
+        ledger ? ledger->workUnits(200)
+               : tandem::Expected<std::vector<core::WorkUnitRow>>(std::vector<core::WorkUnitRow>{});
+    if (!totals || !units) {
+        setEmpty(tr("The ledger cannot be read: %1")
+                     .arg(QString::fromStdString(!totals ? totals.error().message
+                                                         : units.error().message)));
+        return;
+    }
+    if (units->empty()) {
+        const auto s = m_ctx.bridge->snapshot();
+        if (s.current && s.current->etaMs)
+            setEmpty(tr("No contributions yet: the first work unit finishes in about %1.")
+                         .arg(formatDuration(*s.current->etaMs)));
+        else if (m_ctx.bridge->attached())
+            setEmpty(
+                tr("No contributions yet. Tandem trains a work unit as soon as the "
+                   "coordinator hands one out; each one shows up here with its receipt."));
+        else
+            setEmpty(tr("No contributions yet. Choose a coordinator in Settings to start."));
+        return;
+    }
+    setEmpty(QString());
+
+    const auto& t = *totals;
+    m_totals["units"]->setText(tr("%1 trained, %2 accepted, %3 waiting for a receipt")
+                                   .arg(t.workUnitsTrained)
+                                   .arg(t.workUnitsAccepted)
+                                   .arg(t.workUnitsPending));
+    m_totals["tokens"]->setText(loc.toString(static_cast<qlonglong>(t.tokens)));
+    m_totals["gpu"]->setText(loc.toString(t.gpuSeconds / 3600, 'f', 2));
+    m_totals["compute"]->setText(loc.toString(t.computeSeconds / 3600, 'f', 2));
+    m_totals["credit"]->setText(loc.toString(t.credit, 'f', 1));
+    m_totals["sent"]->setText(formatBytes(t.bytesUp));
+    m_totals["received"]->setText(formatBytes(t.bytesDown));
+
+    // Chart: the last kDays local days, today included.
+    const auto today = core::toLocal(nowMs(), zone()).date;
+    const auto first = today.plusDays(-(kDays - 1));
+    auto days = ledger->totalsPerDay(first, today, zone());
+    const auto metric = static_cast<Metric>(m_metric->currentIndex());
+    QStringList categories;
+    QList<qreal> values;
+    double maxValue = 0;
+    if (days) {
+        for (const auto& d : *days) {
+            categories << QStringLiteral("%1-%2")
+                              .arg(d.date.month, 2, 10, QLatin1Char('0'))
+                              .arg(d.date.day, 2, 10, QLatin1Char('0'));
+            double v = 0;
+            switch (metric) {
+                case Metric::Tokens:
+                    v = static_cast<double>(d.tokens);
+                    break;
+                case Metric::GpuHours:
+                    v = d.gpuSeconds / 3600;
+                    break;
+                case Metric::ComputeHours:
+                    v = d.computeSeconds / 3600;
+                    break;
+            }
+            values << v;
+            maxValue = std::max(maxValue, v);
+        }
+    }
+    m_set->setLabel(m_metric->currentText());
+    m_set->remove(0, m_set->count());
+    m_set->append(values);
+    m_axisX->setCategories(categories);
+    m_axisY->setRange(0, maxValue > 0 ? maxValue * 1.1 : 1);
+    m_axisY->setTitleText(m_metric->currentText());
+
+    m_table->setRowCount(static_cast<int>(units->size()));
+    int row = 0;
+    for (const auto& w : *units) {
+        const auto& u = w.unit;
+        auto set = [&](int col, const QString& text) {
+            auto* item = new QTableWidgetItem(text);
+            if (col == 3)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_table->setItem(row, col, item);
+        };
+        set(0, QString::fromStdString(u.id));
+        set(1, u.trainedAtMs ? formatDateTime(*u.trainedAtMs, zone()) : QStringLiteral("–"));
+        set(2, workUnitStateText(u.state));
+        set(3, loc.toString(static_cast<qlonglong>(u.tokens)));
+        set(4, u.lossFirst && u.lossLast
+                   ? QStringLiteral("%1 → %2").arg(loc.toString(*u.lossFirst, 'f', 3),
+                                                   loc.toString(*u.lossLast, 'f', 3))
+                   : QStringLiteral("–"));
+        set(5, QString::fromStdString(u.device));
+        if (w.receipt)
+            set(6, tr("round %1, weight %2, credit %3, %4")
+                       .arg(w.receipt->roundApplied)
+                       .arg(loc.toString(w.receipt->weight, 'g', 4),
+                            loc.toString(w.receipt->credit, 'f', 1),
+                            formatDateTime(w.receipt->receivedAtMs, zone())));
+        else
+            set(6, QStringLiteral("–"));
+        ++row;
+    }
+    m_table->resizeColumnsToContents();
+}
+
+}  // namespace tandem::ui

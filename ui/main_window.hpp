@@ -1,0 +1,75 @@
+// The main window: a list of pages on the left (Overview, Contributions, Performance, Training
+// run, Network, Log), the page on the right, and a status bar with the one state. Closing it
+// leaves Tandem working in the tray (or, without a tray, minimises it).
+#pragma once
+
+#include "ui_context.hpp"
+
+#include <QMainWindow>
+
+class QLabel;
+class QListWidget;
+class QStackedWidget;
+class QTimer;
+
+namespace tandem::ui {
+
+class AppActions;
+class ContributionsPage;
+class LogPage;
+class NetworkPage;
+class OverviewPage;
+class Page;
+class PerformancePage;
+class RunPage;
+
+class MainWindow final : public QMainWindow {
+    Q_OBJECT
+  public:
+    enum PageIndex { Overview, Contributions, Performance, TrainingRun, Network, Log, PageCount };
+
+    MainWindow(const UiContext& context, AppActions* actions, QWidget* parent = nullptr);
+
+    void showPage(int index);
+    int currentPage() const;
+    Page* page(int index) const;
+    OverviewPage* overviewPage() const;
+    ContributionsPage* contributionsPage() const;
+    PerformancePage* performancePage() const;
+    RunPage* runPage() const;
+    NetworkPage* networkPage() const;
+    LogPage* logPage() const;
+    QString statusText() const;
+
+    // With a tray, closing hides the window; without one it minimises (Tandem keeps working).
+    void setCloseToTray(bool on) { m_closeToTray = on; }
+    void setNotice(const QString& text);  // shown on the Overview page
+    // Shows, un-minimises and raises the window (a second launch, the tray's Open).
+    void bringToFront();
+
+  public slots:
+    void refresh();  // the state and the visible page
+    void openSettings();
+    void showAbout();
+
+  signals:
+    void closedToTray();
+    void settingsSaved();  // *context.settings holds the new settings
+
+  protected:
+    void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+
+  private:
+    UiContext m_ctx;
+    AppActions* m_actions;
+    QListWidget* m_nav;
+    QStackedWidget* m_pages;
+    QLabel* m_stateIcon;
+    QLabel* m_stateText;
+    QTimer* m_timer;
+    bool m_closeToTray = true;
+    bool m_refreshQueued = false;
+};
+
+}  // namespace tandem::ui

@@ -1,0 +1,194 @@
+#include "engine_bridge.hpp"
+#include "pages.hpp"
+#include "state_view.hpp"
+
+#include <QCheckBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+namespace tandem::ui {
+
+namespace {
+QLabel* valueLabel(QWidget* parent, const QString& objectName) {
+    auto* l = new QLabel(parent);
+    l->setObjectName(objectName);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    l->setWordWrap(true);
+    return l;
+}
+}  // namespace
+
+OverviewPage::OverviewPage(const UiContext& context, QWidget* parent) : Page(context, parent) {
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
+
+    auto* head = new QHBoxLayout();
+    m_icon = new QLabel(content);
+    m_icon->setFixedSize(48, 48);
+    m_icon->setAccessibleName(tr("State icon"));
+    head->addWidget(m_icon, 0, Qt::AlignTop);
+    auto* headText = new QVBoxLayout();
+    m_headline = valueLabel(content, QStringLiteral("headline"));
+    QFont hf = m_headline->font();
+    hf.setPointSizeF(hf.pointSizeF() * 1.5);
+    hf.setBold(true);
+    m_headline->setFont(hf);
+    m_detail = valueLabel(content, QStringLiteral("detail"));
+    headText->addWidget(m_headline);
+    headText->addWidget(m_detail);
+    head->addLayout(headText, 1);
+    auto* buttons = new QVBoxLayout();
+    m_pause = new QPushButton(content);
+    m_pause->setObjectName(QStringLiteral("pauseButton"));
+    m_pause->setMinimumSize(160, 48);
+    QFont bf = m_pause->font();
+    bf.setPointSizeF(bf.pointSizeF() * 1.2);
+    bf.setBold(true);
+    m_pause->setFont(bf);
+    connect(m_pause, &QPushButton::clicked, m_ctx.bridge, &EngineBridge::togglePause);
+    m_finish = new QCheckBox(tr("Finish current unit, then pause"), content);
+    m_finish->setObjectName(QStringLiteral("finishThenPause"));
+    connect(m_finish, &QCheckBox::toggled, m_ctx.bridge, &EngineBridge::setFinishThenPause);
+    buttons->addWidget(m_pause);
+    buttons->addWidget(m_finish);
+    head->addLayout(buttons);
+    layout->addLayout(head);
+
+    m_notice = valueLabel(content, QStringLiteral("notice"));
+    m_notice->setFrameShape(QFrame::StyledPanel);
+    m_notice->setMargin(8);
+    m_notice->hide();
+    layout->addWidget(m_notice);
+
+    auto* unitBox = new QGroupBox(tr("Current work unit"), content);
+    auto* unitForm = new QFormLayout(unitBox);
+    m_unit = valueLabel(unitBox, QStringLiteral("unit"));
+    m_progress = new QProgressBar(unitBox);
+    m_progress->setObjectName(QStringLiteral("unitProgress"));
+    m_progress->setAccessibleName(tr("Progress of the current work unit"));
+    m_eta = valueLabel(unitBox, QStringLiteral("eta"));
+    m_speed = valueLabel(unitBox, QStringLiteral("speed"));
+    m_loss = valueLabel(unitBox, QStringLiteral("loss"));
+    unitForm->addRow(tr("Work unit:"), m_unit);
+    unitForm->addRow(tr("Progress:"), m_progress);
+    unitForm->addRow(tr("Time left:"), m_eta);
+    unitForm->addRow(tr("Speed:"), m_speed);
+    unitForm->addRow(tr("Step loss:"), m_loss);
+    layout->addWidget(unitBox);
+
+    auto* machineBox = new QGroupBox(tr("This computer"), content);
+    auto* machineForm = new QFormLayout(machineBox);
+    m_device = valueLabel(machineBox, QStringLiteral("device"));
+    m_lastUpload = valueLabel(machineBox, QStringLiteral("lastUpload"));
+    m_next = valueLabel(machineBox, QStringLiteral("nextAction"));
+    m_totals = valueLabel(machineBox, QStringLiteral("totals"));
+    machineForm->addRow(tr("Device:"), m_device);
+    machineForm->addRow(tr("Last upload:"), m_lastUpload);
+    machineForm->addRow(tr("Next:"), m_next);
+    machineForm->addRow(tr("So far:"), m_totals);
+    layout->addWidget(machineBox);
+    layout->addStretch(1);
+
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    setContent(scroll);
+}
+
+void OverviewPage::setNotice(const QString& text) {
+    m_notice->setText(text);
+    m_notice->setVisible(!text.isEmpty());
+}
+
+void OverviewPage::refresh() {
+    const auto s = m_ctx.bridge->snapshot();
+    const bool attached = m_ctx.bridge->attached();
+    const int64_t now = nowMs();
+    const StateView v = describeState(s, attached, now, zone());
+    m_icon->setPixmap(stateIcon(v.kind).pixmap(48, 48));
+    m_icon->setToolTip(v.headline);
+    m_headline->setText(v.headline);
+    m_headline->setAccessibleName(v.headline);
+    m_detail->setText(v.detail);
+    m_detail->setVisible(!v.detail.isEmpty());
+
+    const bool held = s.state == core::EngineState::Paused ||
+                      s.state == core::EngineState::Snoozed || s.snoozedUntilMs.has_value();
+    m_pause->setText(held ? tr("&Resume") : tr("&Pause"));
+    m_pause->setAccessibleName(held ? tr("Resume contributing") : tr("Pause contributing"));
+    m_pause->setEnabled(attached && s.state != core::EngineState::Stopped);
+    {
+        const QSignalBlocker block(m_finish);
+        m_finish->setChecked(s.finishThenPause);
+    }
+    m_finish->setEnabled(attached && !held);
+
+    m_device->setText(s.device.empty() ? tr("not chosen yet") : QString::fromStdString(s.device));
+    if (s.current) {
+        const auto& c = *s.current;
+        m_unit->setText(tr("%1 (run %2, from version %3; %4)")
+                            .arg(QString::fromStdString(c.id))
+                            .arg(c.runId)
+                            .arg(c.baseVersion)
+                            .arg(QString::fromStdString(c.model)));
+        if (s.state == core::EngineState::Downloading && c.downloadBytesTotal > 0) {
+            m_progress->setRange(0, 1000);
+            m_progress->setValue(
+                static_cast<int>(1000 * c.downloadBytesDone / c.downloadBytesTotal));
+            m_progress->setFormat(
+                tr("downloading %1 of %2")
+                    .arg(formatBytes(c.downloadBytesDone), formatBytes(c.downloadBytesTotal)));
+        } else {
+            m_progress->setRange(0, static_cast<int>(std::max<int64_t>(1, c.innerSteps)));
+            m_progress->setValue(static_cast<int>(c.step));
+            m_progress->setFormat(tr("step %v of %m"));
+        }
+        m_eta->setText(c.etaMs ? tr("about %1").arg(formatDuration(*c.etaMs)) : tr("measuring…"));
+    } else {
+        m_unit->setText(tr("none right now"));
+        m_progress->setRange(0, 1);
+        m_progress->setValue(0);
+        m_progress->setFormat(QString());
+        m_eta->setText(QStringLiteral("–"));
+    }
+    m_speed->setText(s.tokensPerSecond > 0
+                         ? tr("%1 tokens/s").arg(QLocale().toString(s.tokensPerSecond, 'f', 0))
+                         : QStringLiteral("–"));
+    m_loss->setText(s.stepLoss ? QLocale().toString(*s.stepLoss, 'f', 3) : QStringLiteral("–"));
+    if (s.lastUpload) {
+        const auto& u = *s.lastUpload;
+        QString when = formatLocalTime(u.atMs, now, zone());
+        if (u.state == core::WorkUnitState::Accepted)
+            m_lastUpload->setText(tr("work unit %1 accepted %2 (round %3, credit %4)")
+                                      .arg(QString::fromStdString(u.id), when)
+                                      .arg(u.round)
+                                      .arg(QLocale().toString(u.credit, 'f', 1)));
+        else
+            m_lastUpload->setText(
+                tr("work unit %1 refused %2: %3")
+                    .arg(QString::fromStdString(u.id), when, QString::fromStdString(u.detail)));
+    } else {
+        m_lastUpload->setText(tr("none yet"));
+    }
+    QString next = QString::fromStdString(s.nextAction);
+    if (s.pendingUploads > 0)
+        next += (next.isEmpty() ? QString() : QStringLiteral("; ")) +
+                (s.pendingUploads == 1 ? tr("1 result waiting to upload")
+                                       : tr("%1 results waiting to upload").arg(s.pendingUploads));
+    m_next->setText(next.isEmpty() ? QStringLiteral("–") : next);
+    const auto& t = s.totals;
+    m_totals->setText(tr("work units: %1, tokens: %2, credit: %3")
+                          .arg(t.workUnitsTrained)
+                          .arg(formatTokens(t.tokens), QLocale().toString(t.credit, 'f', 1)));
+}
+
+}  // namespace tandem::ui

@@ -1,0 +1,103 @@
+#include "engine_bridge.hpp"
+#include "pages.hpp"
+
+#include <QChart>
+#include <QChartView>
+#include <QGuiApplication>
+#include <QLabel>
+#include <QPalette>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+namespace tandem::ui {
+
+Page::Page(const UiContext& context, QWidget* parent) : QWidget(parent), m_ctx(context) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_stack = new QStackedWidget(this);
+    m_empty = new QLabel(this);
+    m_empty->setObjectName(QStringLiteral("emptyState"));
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    m_empty->setMargin(24);
+    QFont f = m_empty->font();
+    f.setPointSizeF(f.pointSizeF() * 1.15);
+    m_empty->setFont(f);
+    m_empty->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_stack->addWidget(m_empty);
+    layout->addWidget(m_stack);
+}
+
+void Page::setContent(QWidget* content) {
+    m_stack->addWidget(content);
+    m_stack->setCurrentWidget(content);
+}
+
+void Page::setEmpty(const QString& text) {
+    m_empty->setText(text);
+    m_empty->setAccessibleName(text);
+    m_stack->setCurrentIndex(text.isEmpty() ? 1 : 0);
+}
+
+bool Page::showsEmptyState() const {
+    return m_stack->currentIndex() == 0;
+}
+QString Page::emptyText() const {
+    return showsEmptyState() ? m_empty->text() : QString();
+}
+
+int64_t Page::nowMs() const {
+    return m_ctx.bridge->clock().nowMs();
+}
+const core::TimeZone& Page::zone() const {
+    return m_ctx.bridge->zone();
+}
+
+namespace {
+// Follows the palette: a dark window gets the dark chart theme, the background stays the
+// window's own.
+class PaletteChartView final : public QChartView {
+  public:
+    explicit PaletteChartView(QWidget* parent) : QChartView(parent) { apply(); }
+
+  protected:
+    void changeEvent(QEvent* event) override {
+        if (event->type() == QEvent::PaletteChange)
+            apply();
+        QChartView::changeEvent(event);
+    }
+
+  private:
+    void apply() {
+        if (!chart())
+            return;
+        const QPalette p = palette();
+        const bool dark = p.color(QPalette::Window).lightness() < 128;
+        chart()->setTheme(dark ? QChart::ChartThemeDark : QChart::ChartThemeLight);
+        chart()->setBackgroundBrush(p.brush(QPalette::Base));
+        chart()->setTitleBrush(p.brush(QPalette::Text));
+        chart()->legend()->setLabelColor(p.color(QPalette::Text));
+    }
+
+  public:
+    void setChartFollowing(QChart* c) {
+        setChart(c);
+        apply();
+    }
+};
+}  // namespace
+
+QChartView* makeChartView(const QString& accessibleName, QWidget* parent) {
+    auto* view = new PaletteChartView(parent);
+    auto* chart = new QChart();
+    chart->setAnimationOptions(QChart::NoAnimation);
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    view->setChartFollowing(chart);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setAccessibleName(accessibleName);
+    view->setMinimumHeight(220);
+    return view;
+}
+
+}  // namespace tandem::ui

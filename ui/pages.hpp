@@ -1,0 +1,201 @@
+// The pages of the main window. Each reads the engine's snapshot and the ledger through the
+// bridge when refresh() is called (the window refreshes the visible page on engine signals and a
+// timer) and explains itself when there is nothing to show yet.
+#pragma once
+
+#include "services.hpp"
+#include "ui_context.hpp"
+
+#include <QWidget>
+
+#include <map>
+
+class QBarSeries;
+class QBarSet;
+class QBarCategoryAxis;
+class QChart;
+class QChartView;
+class QCheckBox;
+class QComboBox;
+class QDateTimeAxis;
+class QLabel;
+class QLineEdit;
+class QLineSeries;
+class QProgressBar;
+class QPushButton;
+class QScatterSeries;
+class QStackedWidget;
+class QTableWidget;
+class QValueAxis;
+
+namespace tandem::ui {
+
+class Page : public QWidget {
+    Q_OBJECT
+  public:
+    Page(const UiContext& context, QWidget* parent);
+    virtual void refresh() = 0;
+    bool showsEmptyState() const;
+    QString emptyText() const;
+
+  protected:
+    // Content with an empty-state label in front of it; setEmpty(text) shows the label.
+    void setContent(QWidget* content);
+    void setEmpty(const QString& text);  // empty text: show the content
+    int64_t nowMs() const;
+    const core::TimeZone& zone() const;
+
+    UiContext m_ctx;
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_empty = nullptr;
+};
+
+// Makes a chart view that follows the palette (light or dark) and has an accessible name.
+QChartView* makeChartView(const QString& accessibleName, QWidget* parent);
+
+class OverviewPage final : public Page {
+    Q_OBJECT
+  public:
+    OverviewPage(const UiContext& context, QWidget* parent);
+    void refresh() override;
+    void setNotice(const QString& text);  // e.g. "no system tray"
+
+  private:
+    QLabel* m_icon;
+    QLabel* m_headline;
+    QLabel* m_detail;
+    QLabel* m_notice;
+    QLabel* m_device;
+    QLabel* m_unit;
+    QProgressBar* m_progress;
+    QLabel* m_eta;
+    QLabel* m_speed;
+    QLabel* m_loss;
+    QLabel* m_lastUpload;
+    QLabel* m_next;
+    QLabel* m_totals;
+    QPushButton* m_pause;
+    QCheckBox* m_finish;
+};
+
+class ContributionsPage final : public Page {
+    Q_OBJECT
+  public:
+    enum class Metric { Tokens = 0, GpuHours = 1, ComputeHours = 2 };
+    static constexpr int kDays = 14;
+
+    ContributionsPage(const UiContext& context, QWidget* parent);
+    void refresh() override;
+    void setMetric(Metric metric);
+    QBarSeries* series() const { return m_series; }
+    QBarCategoryAxis* categories() const { return m_axisX; }
+    QTableWidget* table() const { return m_table; }
+    QString totalText(const QString& key) const;  // "units", "tokens", "gpu", "credit", "sent", ...
+
+  private:
+    QComboBox* m_metric;
+    QChartView* m_view;
+    QChart* m_chart;
+    QBarSeries* m_series;
+    QBarSet* m_set;
+    QBarCategoryAxis* m_axisX;
+    QValueAxis* m_axisY;
+    QTableWidget* m_table;
+    std::map<QString, QLabel*> m_totals;
+};
+
+class PerformancePage final : public Page {
+    Q_OBJECT
+  public:
+    enum class Range { Hour = 0, Day = 1, Week = 2 };
+    PerformancePage(const UiContext& context, QWidget* parent);
+    void refresh() override;
+    void setRange(Range range);
+    QLineSeries* tokensSeries() const { return m_tokens; }
+    QLineSeries* utilisationSeries() const { return m_util; }
+    QLineSeries* temperatureSeries() const { return m_temp; }
+
+  private:
+    QComboBox* m_range;
+    QLabel* m_summary;
+    QChart* m_chart;
+    QLineSeries* m_tokens;
+    QDateTimeAxis* m_axisX;
+    QValueAxis* m_axisY;
+    QChartView* m_deviceView;
+    QChart* m_deviceChart;
+    QLineSeries* m_util;
+    QLineSeries* m_temp;
+    QDateTimeAxis* m_deviceX;
+    QValueAxis* m_deviceY;
+    QLabel* m_deviceNote;
+};
+
+class RunPage final : public Page {
+    Q_OBJECT
+  public:
+    RunPage(const UiContext& context, QWidget* parent);
+    void refresh() override;  // asks the coordinator (at most once a minute unless forced)
+    void reload();            // asks now
+    void showRun(const RunInfo& info);  // what the coordinator answered
+    QLineSeries* lossSeries() const { return m_loss; }
+    QScatterSeries* mineSeries() const { return m_mine; }
+    QLabel* statusLabel() const { return m_status; }
+
+  private:
+    QLabel* m_summary;
+    QLabel* m_status;
+    QPushButton* m_reload;
+    QChart* m_chart;
+    QLineSeries* m_loss;
+    QScatterSeries* m_mine;
+    QValueAxis* m_axisX;
+    QValueAxis* m_axisY;
+    int64_t m_lastAskedMs = 0;
+    bool m_asking = false;
+};
+
+class NetworkPage final : public Page {
+    Q_OBJECT
+  public:
+    static constexpr int kDays = 14;
+    NetworkPage(const UiContext& context, QWidget* parent);
+    void refresh() override;
+    void measure();
+    QBarSeries* series() const { return m_series; }
+    QTableWidget* table() const { return m_table; }
+    QProgressBar* upToday() const { return m_upToday; }
+    QProgressBar* downToday() const { return m_downToday; }
+    QLabel* bandwidthLabel() const { return m_bandwidth; }
+
+  private:
+    QLabel* m_bandwidth;
+    QPushButton* m_measure;
+    QProgressBar* m_upToday;
+    QProgressBar* m_downToday;
+    QChart* m_chart;
+    QBarSeries* m_series;
+    QBarSet* m_up;
+    QBarSet* m_down;
+    QBarCategoryAxis* m_axisX;
+    QValueAxis* m_axisY;
+    QTableWidget* m_table;
+};
+
+class LogPage final : public Page {
+    Q_OBJECT
+  public:
+    LogPage(const UiContext& context, QWidget* parent);
+    void refresh() override;
+    void setMinimumLevel(int level);  // core::EventLevel
+    void setSearch(const QString& text);
+    void copyToClipboard();  // the selected rows, or every row shown
+    QTableWidget* table() const { return m_table; }
+
+  private:
+    QComboBox* m_level;
+    QLineEdit* m_search;
+    QTableWidget* m_table;
+};
+
+}  // namespace tandem::ui

@@ -1,0 +1,86 @@
+// What the wizard and the pages need from outside the engine: the devices of this machine, a
+// bandwidth measurement against the coordinator, and the run's status (GET /v1/status). The UI
+// never includes net/ or kernels/: app/ implements this interface on net/ (HTTPS client, bandwidth
+// probe, coordinator client) and kernels/cuda/devices.hpp, and tests pass a fake. Calls block and
+// are made off the GUI thread (ui/async.hpp).
+#pragma once
+
+#include "settings.hpp"
+
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace tandem::ui {
+
+struct DeviceInfo {
+    QString id;       // "cpu", "cuda:0"
+    QString name;     // "NVIDIA GeForce RTX 4070", "AMD Ryzen 7 5800X (16 threads)"
+    QString details;  // "12.0 GB, compute 8.9, driver 550.54"
+    int64_t memoryBytes = 0;
+    bool usable = true;
+    QString reason;  // why it cannot be used, when !usable
+};
+
+struct DeviceReport {
+    std::vector<DeviceInfo> devices;  // the CPU last; always present
+    QString gpuUnavailableReason;     // "no NVIDIA driver found", empty when a GPU is usable
+};
+
+struct BandwidthReport {
+    bool ok = false;
+    QString error;  // what went wrong, when !ok
+    double downMbitPerSecond = 0;
+    double upMbitPerSecond = 0;
+    double latencyMs = 0;
+};
+
+struct RoundInfo {
+    int64_t round = 0;
+    std::optional<double> valLoss;
+    int contributors = 0;
+    int64_t tokens = 0;
+};
+
+struct RunInfo {
+    bool ok = false;
+    QString error;
+    int64_t runId = 0;
+    int64_t round = 0;
+    QString model;  // "L=12 NH=12 C=768 T=1024 V=256"
+    int64_t parameterCount = 0;
+    int activeWorkers = 0;
+    int64_t totalTokens = 0;
+    std::vector<RoundInfo> history;  // closed rounds, oldest first
+};
+
+class Services {
+  public:
+    virtual ~Services() = default;
+    virtual DeviceReport detectDevices() = 0;
+    // Against settings.coordinatorUrl with its trust and proxy settings.
+    virtual BandwidthReport measureBandwidth(const core::Settings& settings) = 0;
+    virtual RunInfo runStatus(const core::Settings& settings) = 0;
+};
+
+// What joining costs, from the model size and the measured link (the wizard's last page).
+struct CostEstimate {
+    int64_t downloadBytesPerUnit = 0;  // fp32 weights + the data range
+    int64_t uploadBytesPerUnit = 0;    // fp16 pseudo-gradient + header
+    double downloadSecondsPerUnit = 0;
+    double uploadSecondsPerUnit = 0;
+    double trainSecondsPerUnit = 0;
+    double unitsPerDay = 0;  // back to back, uploads overlapping the next unit
+    double downloadBytesPerDay = 0;
+    double uploadBytesPerDay = 0;
+};
+
+// parameterCount: of the run's model; trainSecondsPerUnit: what the coordinator aims for (it
+// sizes units to the worker's speed); hoursPerDay: how long the machine may work each day.
+CostEstimate estimateCosts(int64_t parameterCount, int64_t dataBytesPerUnit,
+                           double downMbitPerSecond, double upMbitPerSecond,
+                           double trainSecondsPerUnit, double hoursPerDay);
+
+}  // namespace tandem::ui

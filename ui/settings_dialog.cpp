@@ -1,0 +1,391 @@
+#include "settings_dialog.hpp"
+
+#include "async.hpp"
+#include "autostart.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTimeEdit>
+#include <QVBoxLayout>
+
+namespace tandem::ui {
+
+namespace {
+constexpr double kGb = 1e9;
+constexpr double kMbit = 1e6 / 8;  // bytes per second in one Mbit/s
+
+QDoubleSpinBox* amountBox(QWidget* parent, const QString& suffix, const QString& zeroText,
+                          double max) {
+    auto* b = new QDoubleSpinBox(parent);
+    b->setRange(0, max);
+    b->setDecimals(1);
+    b->setSingleStep(0.5);
+    b->setSuffix(suffix);
+    b->setSpecialValueText(zeroText);
+    return b;
+}
+}  // namespace
+
+std::vector<core::TimeWindow> windowsFromDays(const std::array<bool, 7>& on,
+                                              const std::array<int, 7>& startMinute,
+                                              const std::array<int, 7>& endMinute) {
+    std::vector<core::TimeWindow> out;
+    for (int d = 0; d < 7; ++d) {
+        if (!on[d])
+            continue;
+        // Days with the same hours share one window (Mon-Fri 18:00-08:00 stays one entry).
+        bool merged = false;
+        for (auto& w : out) {
+            if (w.startMinute == startMinute[d] && w.endMinute == endMinute[d]) {
+                w.weekdays = static_cast<uint8_t>(w.weekdays | (1u << d));
+                merged = true;
+                break;
+            }
+        }
+        if (!merged)
+            out.push_back({static_cast<uint8_t>(1u << d), startMinute[d], endMinute[d]});
+    }
+    return out;
+}
+
+SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& current,
+                               QWidget* parent)
+    : QDialog(parent), m_ctx(context), m_original(current) {
+    setWindowTitle(tr("Tandem Settings"));
+    setObjectName(QStringLiteral("settingsDialog"));
+    auto* layout = new QVBoxLayout(this);
+    m_tabs = new QTabWidget(this);
+    layout->addWidget(m_tabs);
+
+    // --- General ---
+    auto* general = new QWidget(m_tabs);
+    auto* gForm = new QFormLayout(general);
+    m_device = new QComboBox(general);
+    m_device->setObjectName(QStringLiteral("device"));
+    m_device->setAccessibleName(tr("Device"));
+    m_deviceNote = new QLabel(general);
+    m_deviceNote->setWordWrap(true);
+    gForm->addRow(tr("&Device:"), m_device);
+    gForm->addRow(QString(), m_deviceNote);
+    auto* dirRow = new QHBoxLayout();
+    m_dataDir = new QLineEdit(general);
+    m_dataDir->setObjectName(QStringLiteral("dataDirectory"));
+    m_dataDir->setPlaceholderText(
+        tr("the default (%1)").arg(QStringLiteral("~/.local/share/tandem")));
+    m_dataDir->setAccessibleName(tr("Data directory"));
+    auto* browse = new QPushButton(tr("&Browse…"), general);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString d =
+            QFileDialog::getExistingDirectory(this, tr("Data directory"), m_dataDir->text());
+        if (!d.isEmpty())
+            m_dataDir->setText(d);
+    });
+    dirRow->addWidget(m_dataDir, 1);
+    dirRow->addWidget(browse);
+    gForm->addRow(tr("Data &directory:"), dirRow);
+    m_autostart = new QCheckBox(tr("Start Tandem when I &log in"), general);
+    m_autostart->setObjectName(QStringLiteral("startAtLogin"));
+    gForm->addRow(QString(), m_autostart);
+    if (!autostart::supported()) {
+        m_autostart->setEnabled(false);
+        m_autostart->setToolTip(autostart::unsupportedReason());
+        gForm->addRow(QString(), new QLabel(autostart::unsupportedReason(), general));
+    }
+    m_tabs->addTab(general, tr("&General"));
+
+    // --- When to work ---
+    auto* rules = new QWidget(m_tabs);
+    auto* rLayout = new QVBoxLayout(rules);
+    auto* idleRow = new QHBoxLayout();
+    m_idle = new QCheckBox(tr("Only when the computer is &idle for"), rules);
+    m_idle->setObjectName(QStringLiteral("onlyWhenIdle"));
+    m_idleMinutes = new QSpinBox(rules);
+    m_idleMinutes->setRange(1, 1440);
+    m_idleMinutes->setSuffix(tr(" min"));
+    m_idleMinutes->setAccessibleName(tr("Idle minutes"));
+    idleRow->addWidget(m_idle);
+    idleRow->addWidget(m_idleMinutes);
+    idleRow->addStretch(1);
+    rLayout->addLayout(idleRow);
+    m_battery = new QCheckBox(tr("Pause while on &battery"), rules);
+    m_battery->setObjectName(QStringLiteral("pauseOnBattery"));
+    rLayout->addWidget(m_battery);
+    auto* tempRow = new QHBoxLayout();
+    m_tempOn = new QCheckBox(tr("Pause when the device is hotter than"), rules);
+    m_tempOn->setObjectName(QStringLiteral("temperatureLimit"));
+    m_temp = new QSpinBox(rules);
+    m_temp->setRange(1, 150);
+    m_temp->setSuffix(tr(" °C"));
+    m_temp->setAccessibleName(tr("Temperature limit"));
+    tempRow->addWidget(m_tempOn);
+    tempRow->addWidget(m_temp);
+    tempRow->addStretch(1);
+    rLayout->addLayout(tempRow);
+    m_useWindows = new QCheckBox(tr("Only at these &times:"), rules);
+    m_useWindows->setObjectName(QStringLiteral("useTimeWindows"));
+    rLayout->addWidget(m_useWindows);
+    auto* grid = new QGridLayout();
+    const QString dayNames[] = {tr("Monday"), tr("Tuesday"),  tr("Wednesday"), tr("Thursday"),
+                                tr("Friday"), tr("Saturday"), tr("Sunday")};
+    grid->addWidget(new QLabel(tr("from"), rules), 0, 1);
+    grid->addWidget(new QLabel(tr("to"), rules), 0, 2);
+    for (int d = 0; d < 7; ++d) {
+        Day& day = m_days[d];
+        day.on = new QCheckBox(dayNames[d], rules);
+        day.on->setObjectName(QStringLiteral("day%1").arg(d));
+        day.from = new QTimeEdit(rules);
+        day.to = new QTimeEdit(rules);
+        day.from->setDisplayFormat(QStringLiteral("HH:mm"));
+        day.to->setDisplayFormat(QStringLiteral("HH:mm"));
+        day.from->setAccessibleName(tr("%1 from").arg(dayNames[d]));
+        day.to->setAccessibleName(tr("%1 to").arg(dayNames[d]));
+        grid->addWidget(day.on, d + 1, 0);
+        grid->addWidget(day.from, d + 1, 1);
+        grid->addWidget(day.to, d + 1, 2);
+    }
+    grid->setColumnStretch(3, 1);
+    rLayout->addLayout(grid);
+    auto* windowsNote = new QLabel(tr("The same from and to means the whole day; a \"to\" before "
+                                      "the \"from\" runs past midnight."),
+                                   rules);
+    windowsNote->setWordWrap(true);
+    rLayout->addWidget(windowsNote);
+    rLayout->addStretch(1);
+    m_tabs->addTab(rules, tr("&When to work"));
+
+    // --- Network ---
+    auto* net = new QWidget(m_tabs);
+    auto* nForm = new QFormLayout(net);
+    m_upCap = amountBox(net, tr(" GB per day"), tr("no cap"), 10000);
+    m_upCap->setObjectName(QStringLiteral("uploadCap"));
+    m_downCap = amountBox(net, tr(" GB per day"), tr("no cap"), 10000);
+    m_downCap->setObjectName(QStringLiteral("downloadCap"));
+    m_upRate = amountBox(net, tr(" Mbit/s"), tr("unlimited"), 100000);
+    m_upRate->setObjectName(QStringLiteral("uploadRate"));
+    m_downRate = amountBox(net, tr(" Mbit/s"), tr("unlimited"), 100000);
+    m_downRate->setObjectName(QStringLiteral("downloadRate"));
+    nForm->addRow(tr("Daily &upload cap:"), m_upCap);
+    nForm->addRow(tr("Daily do&wnload cap:"), m_downCap);
+    nForm->addRow(tr("Upload &rate limit:"), m_upRate);
+    nForm->addRow(tr("Download r&ate limit:"), m_downRate);
+    m_proxyMode = new QComboBox(net);
+    m_proxyMode->setObjectName(QStringLiteral("proxyMode"));
+    m_proxyMode->addItems(
+        {tr("From the system (https_proxy, all_proxy)"), tr("No proxy"), tr("This proxy:")});
+    m_proxyUrl = new QLineEdit(net);
+    m_proxyUrl->setObjectName(QStringLiteral("proxy"));
+    m_proxyUrl->setPlaceholderText(QStringLiteral("socks5h://host:1080"));
+    m_proxyUrl->setAccessibleName(tr("Proxy URL"));
+    connect(m_proxyMode, &QComboBox::currentIndexChanged, this,
+            [this](int i) { m_proxyUrl->setEnabled(i == 2); });
+    nForm->addRow(tr("&Proxy:"), m_proxyMode);
+    nForm->addRow(QString(), m_proxyUrl);
+    m_tabs->addTab(net, tr("&Network"));
+
+    // --- Coordinator ---
+    auto* coord = new QWidget(m_tabs);
+    auto* cForm = new QFormLayout(coord);
+    m_coordinator = new QLineEdit(coord);
+    m_coordinator->setObjectName(QStringLiteral("coordinatorUrl"));
+    m_coordinator->setPlaceholderText(QStringLiteral("https://host:port"));
+    m_pin = new QLineEdit(coord);
+    m_pin->setObjectName(QStringLiteral("pinnedPublicKey"));
+    m_pin->setPlaceholderText(QStringLiteral("sha256//…"));
+    m_caFile = new QLineEdit(coord);
+    m_caFile->setObjectName(QStringLiteral("caFile"));
+    m_caFile->setPlaceholderText(tr("the system's certificate authorities"));
+    cForm->addRow(tr("Coordinator &URL:"), m_coordinator);
+    cForm->addRow(tr("Pinned &key:"), m_pin);
+    cForm->addRow(tr("&CA file:"), m_caFile);
+    auto* cNote = new QLabel(tr("A coordinator with a self-signed certificate is trusted by its "
+                                "pinned key; one with a certificate from a CA needs neither, or a "
+                                "CA file. Changes here register Tandem with the new coordinator."),
+                             coord);
+    cNote->setWordWrap(true);
+    cForm->addRow(cNote);
+    m_tabs->addTab(coord, tr("&Coordinator"));
+
+    m_errors = new QLabel(this);
+    m_errors->setObjectName(QStringLiteral("errors"));
+    m_errors->setWordWrap(true);
+    m_errors->setTextFormat(Qt::PlainText);
+    QPalette pal = m_errors->palette();
+    pal.setColor(QPalette::WindowText, QColor(0xc0, 0x1c, 0x28));
+    m_errors->setPalette(pal);
+    m_errors->hide();
+    layout->addWidget(m_errors);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    connect(buttons, &QDialogButtonBox::accepted, this, &SettingsDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    layout->addWidget(buttons);
+
+    load(current);
+    DeviceReport none;
+    setDevices(none);
+    if (m_ctx.services) {
+        Services* services = m_ctx.services;
+        runAsync<DeviceReport>(
+            this, [services] { return services->detectDevices(); },
+            [this](DeviceReport r) { setDevices(r); });
+    }
+}
+
+void SettingsDialog::setDevices(const DeviceReport& report) {
+    const QString chosen = m_device->currentData().toString().isEmpty()
+                               ? QString::fromStdString(m_original.device)
+                               : m_device->currentData().toString();
+    m_device->clear();
+    m_device->addItem(tr("Automatic (the best usable GPU, else the CPU)"), QStringLiteral("auto"));
+    bool haveCpu = false;
+    for (const auto& d : report.devices) {
+        QString label =
+            d.name.isEmpty() ? d.id : d.name + QStringLiteral(" (") + d.id + QLatin1Char(')');
+        if (!d.usable)
+            label += tr(": not usable, %1").arg(d.reason);
+        m_device->addItem(label, d.id);
+        haveCpu = haveCpu || d.id == QLatin1String("cpu");
+    }
+    if (!haveCpu)
+        m_device->addItem(tr("CPU"), QStringLiteral("cpu"));
+    int index = m_device->findData(chosen);
+    if (index < 0) {
+        m_device->addItem(chosen, chosen);
+        index = m_device->count() - 1;
+    }
+    m_device->setCurrentIndex(index);
+    m_deviceNote->setText(report.gpuUnavailableReason.isEmpty()
+                              ? QString()
+                              : tr("No GPU can be used: %1.").arg(report.gpuUnavailableReason));
+    m_deviceNote->setVisible(!report.gpuUnavailableReason.isEmpty());
+}
+
+void SettingsDialog::load(const core::Settings& s) {
+    m_dataDir->setText(QString::fromStdString(s.dataDirectory));
+    m_autostart->setChecked(autostart::supported() ? (s.startAtLogin || autostart::enabled())
+                                                   : false);
+    const auto& r = s.rules;
+    m_idle->setChecked(r.onlyWhenIdle);
+    m_idleMinutes->setValue(
+        static_cast<int>(std::max<int64_t>(1, (r.idleThresholdSeconds + 59) / 60)));
+    m_battery->setChecked(r.pauseOnBattery);
+    m_tempOn->setChecked(r.maxTemperatureC.has_value());
+    m_temp->setValue(static_cast<int>(r.maxTemperatureC.value_or(85)));
+    m_useWindows->setChecked(r.useTimeWindows);
+    for (int d = 0; d < 7; ++d) {
+        m_days[d].on->setChecked(false);
+        m_days[d].from->setTime(QTime(18, 0));
+        m_days[d].to->setTime(QTime(8, 0));
+    }
+    for (const auto& w : r.timeWindows)
+        for (int d = 0; d < 7; ++d)
+            if (w.weekdays & (1u << d)) {
+                m_days[d].on->setChecked(true);
+                m_days[d].from->setTime(QTime(w.startMinute / 60, w.startMinute % 60));
+                m_days[d].to->setTime(QTime(w.endMinute / 60, w.endMinute % 60));
+            }
+    m_upCap->setValue(static_cast<double>(r.dailyUploadCapBytes) / kGb);
+    m_downCap->setValue(static_cast<double>(r.dailyDownloadCapBytes) / kGb);
+    m_upRate->setValue(static_cast<double>(s.uploadLimitBytesPerSecond) / kMbit);
+    m_downRate->setValue(static_cast<double>(s.downloadLimitBytesPerSecond) / kMbit);
+    if (s.proxy.empty())
+        m_proxyMode->setCurrentIndex(0);
+    else if (s.proxy == "direct")
+        m_proxyMode->setCurrentIndex(1);
+    else
+        m_proxyMode->setCurrentIndex(2);
+    m_proxyUrl->setText(s.proxy == "direct" ? QString() : QString::fromStdString(s.proxy));
+    m_proxyUrl->setEnabled(m_proxyMode->currentIndex() == 2);
+    m_coordinator->setText(QString::fromStdString(s.coordinatorUrl));
+    m_pin->setText(QString::fromStdString(s.pinnedPublicKey));
+    m_caFile->setText(QString::fromStdString(s.caFile));
+}
+
+core::Settings SettingsDialog::settings() const {
+    core::Settings s = m_original;
+    const QString device = m_device->currentData().toString();
+    s.device = device.isEmpty() ? m_original.device : device.toStdString();
+    s.dataDirectory = m_dataDir->text().trimmed().toStdString();
+    s.startAtLogin = m_autostart->isChecked();
+    auto& r = s.rules;
+    r.onlyWhenIdle = m_idle->isChecked();
+    r.idleThresholdSeconds = static_cast<int64_t>(m_idleMinutes->value()) * 60;
+    r.pauseOnBattery = m_battery->isChecked();
+    if (m_tempOn->isChecked())
+        r.maxTemperatureC = m_temp->value();
+    else
+        r.maxTemperatureC.reset();
+    r.useTimeWindows = m_useWindows->isChecked();
+    std::array<bool, 7> on{};
+    std::array<int, 7> from{}, to{};
+    for (int d = 0; d < 7; ++d) {
+        on[d] = m_days[d].on->isChecked();
+        const QTime f = m_days[d].from->time(), t = m_days[d].to->time();
+        from[d] = f.hour() * 60 + f.minute();
+        to[d] = t.hour() * 60 + t.minute();
+    }
+    r.timeWindows = windowsFromDays(on, from, to);
+    r.dailyUploadCapBytes = static_cast<int64_t>(m_upCap->value() * kGb + 0.5);
+    r.dailyDownloadCapBytes = static_cast<int64_t>(m_downCap->value() * kGb + 0.5);
+    s.uploadLimitBytesPerSecond = static_cast<int64_t>(m_upRate->value() * kMbit + 0.5);
+    s.downloadLimitBytesPerSecond = static_cast<int64_t>(m_downRate->value() * kMbit + 0.5);
+    switch (m_proxyMode->currentIndex()) {
+        case 0:
+            s.proxy.clear();
+            break;
+        case 1:
+            s.proxy = "direct";
+            break;
+        default:
+            s.proxy = m_proxyUrl->text().trimmed().toStdString();
+            break;
+    }
+    s.coordinatorUrl = m_coordinator->text().trimmed().toStdString();
+    s.pinnedPublicKey = m_pin->text().trimmed().toStdString();
+    s.caFile = m_caFile->text().trimmed().toStdString();
+    return s;
+}
+
+void SettingsDialog::accept() {
+    const core::Settings s = settings();
+    m_issues.clear();
+    for (const auto& issue : core::validate(s))
+        m_issues << QString::fromStdString(issue.message);
+    if (s.proxy.empty() && m_proxyMode->currentIndex() == 2)
+        m_issues << tr(
+            "no proxy URL given; expected one, or choose \"From the system\" or "
+            "\"No proxy\"");
+    if (m_issues.isEmpty() && !m_ctx.settingsFile.empty()) {
+        if (auto st = core::saveSettings(m_ctx.settingsFile, s); !st)
+            m_issues << tr("The settings could not be saved: %1")
+                            .arg(QString::fromStdString(st.error().message));
+    }
+    if (m_issues.isEmpty() && autostart::supported() && s.startAtLogin != autostart::enabled()) {
+        QString error;
+        if (!autostart::setEnabled(s.startAtLogin, QCoreApplication::applicationFilePath(), &error))
+            m_issues << error;
+    }
+    if (!m_issues.isEmpty()) {
+        m_errors->setText(tr("Please correct:") + QStringLiteral("\n• ") +
+                          m_issues.join(QStringLiteral("\n• ")));
+        m_errors->setAccessibleName(m_errors->text());
+        m_errors->show();
+        return;
+    }
+    m_errors->hide();
+    QDialog::accept();
+}
+
+}  // namespace tandem::ui

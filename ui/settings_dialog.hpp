@@ -1,0 +1,97 @@
+// Settings: device; rules (only when idle, not on battery, time windows per weekday, temperature
+// limit); daily caps and rate limits; proxy; coordinator and trust; data directory; start at
+// login. OK validates with core/settings (every problem listed with what was found and what was
+// expected) and saves settings.json; invalid settings are never saved.
+#pragma once
+
+#include "services.hpp"
+#include "ui_context.hpp"
+
+#include <QDialog>
+
+#include <array>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+class QTabWidget;
+class QTimeEdit;
+
+namespace tandem::ui {
+
+class SettingsDialog final : public QDialog {
+    Q_OBJECT
+  public:
+    SettingsDialog(const UiContext& context, const core::Settings& current, QWidget* parent);
+
+    // What the fields say now (unknown keys of the original kept).
+    core::Settings settings() const;
+    // The problems found by the last OK (empty when it saved).
+    QStringList issues() const { return m_issues; }
+    void setDevices(const DeviceReport& report);
+
+    // Field access for tests and the wizard.
+    QComboBox* deviceBox() const { return m_device; }
+    QLineEdit* coordinatorEdit() const { return m_coordinator; }
+    QLineEdit* proxyEdit() const { return m_proxyUrl; }
+    QComboBox* proxyMode() const { return m_proxyMode; }
+    QDoubleSpinBox* uploadCapGb() const { return m_upCap; }
+    QDoubleSpinBox* downloadCapGb() const { return m_downCap; }
+    QCheckBox* onlyWhenIdle() const { return m_idle; }
+    QCheckBox* useTimeWindows() const { return m_useWindows; }
+    QCheckBox* dayEnabled(int weekday) const { return m_days[weekday].on; }
+    QTimeEdit* dayFrom(int weekday) const { return m_days[weekday].from; }
+    QTimeEdit* dayTo(int weekday) const { return m_days[weekday].to; }
+    QCheckBox* temperatureLimit() const { return m_tempOn; }
+    QSpinBox* temperatureC() const { return m_temp; }
+    QLineEdit* dataDirEdit() const { return m_dataDir; }
+    QLineEdit* pinEdit() const { return m_pin; }
+    QCheckBox* startAtLogin() const { return m_autostart; }
+
+  public slots:
+    void accept() override;
+
+  private:
+    void load(const core::Settings& s);
+    struct Day {
+        QCheckBox* on = nullptr;
+        QTimeEdit* from = nullptr;
+        QTimeEdit* to = nullptr;
+    };
+    UiContext m_ctx;
+    core::Settings m_original;
+    QTabWidget* m_tabs;
+    QComboBox* m_device;
+    QLabel* m_deviceNote;
+    QLineEdit* m_dataDir;
+    QCheckBox* m_autostart;
+    QCheckBox* m_idle;
+    QSpinBox* m_idleMinutes;
+    QCheckBox* m_battery;
+    QCheckBox* m_useWindows;
+    std::array<Day, 7> m_days;
+    QCheckBox* m_tempOn;
+    QSpinBox* m_temp;
+    QDoubleSpinBox* m_upCap;
+    QDoubleSpinBox* m_downCap;
+    QDoubleSpinBox* m_upRate;
+    QDoubleSpinBox* m_downRate;
+    QComboBox* m_proxyMode;
+    QLineEdit* m_proxyUrl;
+    QLineEdit* m_coordinator;
+    QLineEdit* m_pin;
+    QLineEdit* m_caFile;
+    QLabel* m_errors;
+    QStringList m_issues;
+};
+
+// The per-weekday rows of the dialog to core time windows and back: one window per enabled
+// day (start == end is the whole day; an end before the start runs past midnight).
+std::vector<core::TimeWindow> windowsFromDays(const std::array<bool, 7>& on,
+                                              const std::array<int, 7>& startMinute,
+                                              const std::array<int, 7>& endMinute);
+
+}  // namespace tandem::ui

@@ -1,0 +1,207 @@
+#include "state_view.hpp"
+
+#include <QCoreApplication>
+#include <QLocale>
+#include <QtGlobal>
+
+// The resources of the static library (icons) are registered once, before the first use.
+static void initTandemUiResources() {
+    Q_INIT_RESOURCE(tandem_ui);
+}
+namespace {
+struct ResourceInit {
+    ResourceInit() { initTandemUiResources(); }
+} g_resourceInit;
+}  // namespace
+
+namespace tandem::ui {
+
+namespace {
+QString tr(const char* text) {
+    return QCoreApplication::translate("tandem::ui::State", text);
+}
+QString fromStd(const std::string& s) {
+    return QString::fromStdString(s);
+}
+}  // namespace
+
+StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t nowMs,
+                        const core::TimeZone& zone) {
+    using core::EngineState;
+    StateView v;
+    if (!attached) {
+        v.kind = StateKind::Waiting;
+        v.headline = tr("Not connected");
+        v.detail = tr("Choose a coordinator in Settings to start contributing.");
+    } else {
+        switch (s.state) {
+            case EngineState::Fetching:
+                v.kind = StateKind::Working;
+                v.headline =
+                    s.registered ? tr("Working: asking for work") : tr("Working: registering");
+                break;
+            case EngineState::Downloading:
+                v.kind = StateKind::Working;
+                v.headline = tr("Working: downloading a work unit");
+                break;
+            case EngineState::Training:
+                v.kind = StateKind::Working;
+                v.headline = tr("Working: training");
+                break;
+            case EngineState::Uploading:
+                v.kind = StateKind::Working;
+                v.headline = tr("Working: uploading results");
+                break;
+            case EngineState::Paused:
+                v.kind = StateKind::Paused;
+                v.headline = tr("Paused");
+                break;
+            case EngineState::Snoozed:
+                v.kind = StateKind::Paused;
+                v.headline = s.snoozedUntilMs
+                                 ? tr("Snoozed until %1")
+                                       .arg(formatLocalTime(*s.snoozedUntilMs, nowMs, zone))
+                                 : tr("Snoozed");
+                break;
+            case EngineState::Waiting:
+                v.kind = StateKind::Waiting;
+                // The rule's reason already reads "Waiting: on battery".
+                v.headline = s.reason.empty() ? tr("Waiting") : fromStd(s.reason);
+                break;
+            case EngineState::Idle:
+                v.kind = StateKind::Waiting;
+                v.headline = s.reason.empty() ? tr("Waiting: no work available right now")
+                                              : tr("Waiting: %1").arg(fromStd(s.reason));
+                break;
+            case EngineState::Backoff:
+                v.kind = StateKind::Error;
+                v.headline = tr("Error: %1")
+                                 .arg(s.reason.empty() ? fromStd(s.lastError) : fromStd(s.reason));
+                break;
+            case EngineState::Stopped:
+                v.kind = StateKind::Paused;
+                v.headline = tr("Stopped");
+                break;
+        }
+        QStringList parts;
+        if (s.current && (s.state == EngineState::Training || s.state == EngineState::Paused ||
+                          s.state == EngineState::Snoozed || s.state == EngineState::Waiting)) {
+            const auto& c = *s.current;
+            if (c.innerSteps > 0)
+                parts << tr("Work unit %1: step %2 of %3")
+                             .arg(fromStd(c.id))
+                             .arg(c.step)
+                             .arg(c.innerSteps);
+        } else if (s.current && s.state == EngineState::Downloading &&
+                   s.current->downloadBytesTotal > 0) {
+            parts << tr("Work unit %1: %2 of %3")
+                         .arg(fromStd(s.current->id), formatBytes(s.current->downloadBytesDone),
+                              formatBytes(s.current->downloadBytesTotal));
+        }
+        if (s.upload && s.upload->bytesTotal > 0)
+            parts << tr("uploading result %1 (%2%)")
+                         .arg(fromStd(s.upload->id))
+                         .arg(100 * s.upload->bytesDone / s.upload->bytesTotal);
+        if (s.finishThenPause && v.kind == StateKind::Working)
+            parts << tr("pauses after this unit");
+        if (!s.nextAction.empty() && v.kind != StateKind::Working)
+            parts << tr("next: %1").arg(fromStd(s.nextAction));
+        v.detail = parts.join(QStringLiteral("; "));
+    }
+    v.tooltip = QStringLiteral("Tandem\n") + v.headline;
+    if (!v.detail.isEmpty())
+        v.tooltip += QLatin1Char('\n') + v.detail;
+    return v;
+}
+
+QString stateIconPath(StateKind kind) {
+    switch (kind) {
+        case StateKind::Working:
+            return QStringLiteral(":/icons/tray-working.svg");
+        case StateKind::Paused:
+            return QStringLiteral(":/icons/tray-paused.svg");
+        case StateKind::Waiting:
+            return QStringLiteral(":/icons/tray-waiting.svg");
+        case StateKind::Error:
+            return QStringLiteral(":/icons/tray-error.svg");
+    }
+    return {};
+}
+
+QIcon stateIcon(StateKind kind) {
+    return QIcon(stateIconPath(kind));
+}
+
+QString stateKindName(StateKind kind) {
+    switch (kind) {
+        case StateKind::Working:
+            return QStringLiteral("working");
+        case StateKind::Paused:
+            return QStringLiteral("paused");
+        case StateKind::Waiting:
+            return QStringLiteral("waiting");
+        case StateKind::Error:
+            return QStringLiteral("error");
+    }
+    return {};
+}
+
+QString workUnitStateText(core::WorkUnitState state) {
+    using S = core::WorkUnitState;
+    switch (state) {
+        case S::Assigned:
+            return tr("Assigned");
+        case S::Downloading:
+            return tr("Downloading");
+        case S::Training:
+            return tr("Training");
+        case S::Trained:
+            return tr("Trained, waiting to upload");
+        case S::Uploading:
+            return tr("Uploading");
+        case S::Uploaded:
+            return tr("Uploaded, waiting for its receipt");
+        case S::Accepted:
+            return tr("Accepted");
+        case S::Rejected:
+            return tr("Refused by the coordinator");
+        case S::Failed:
+            return tr("Failed here (nothing sent)");
+        case S::Abandoned:
+            return tr("Abandoned");
+    }
+    return {};
+}
+
+QString formatBytes(int64_t bytes) {
+    return fromStd(core::formatBytes(bytes));
+}
+
+QString formatDuration(int64_t ms) {
+    const int64_t s = (ms + 500) / 1000;
+    if (s < 60)
+        return tr("%1 s").arg(s);
+    const int64_t m = (s + 30) / 60;
+    if (m < 60)
+        return tr("%1 min").arg(m);
+    return tr("%1 h %2 min").arg(m / 60).arg(m % 60, 2, 10, QLatin1Char('0'));
+}
+
+QString formatTokens(int64_t tokens) {
+    const QLocale loc;
+    if (tokens >= 10'000'000)
+        return tr("%1 M").arg(loc.toString(static_cast<double>(tokens) / 1e6, 'f', 1));
+    return loc.toString(static_cast<qlonglong>(tokens));
+}
+
+QString formatLocalTime(int64_t atMs, int64_t nowMs, const core::TimeZone& zone) {
+    return fromStd(core::describeLocalTime(atMs, nowMs, zone));
+}
+
+QString formatDateTime(int64_t atMs, const core::TimeZone& zone) {
+    const auto local = core::toLocal(atMs, zone);
+    return QStringLiteral("%1 %2").arg(fromStd(local.date.toString()),
+                                       fromStd(core::formatMinuteOfDay(local.minuteOfDay)));
+}
+
+}  // namespace tandem::ui

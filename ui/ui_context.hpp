@@ -1,0 +1,23 @@
+// What every window and page of the app is given (no globals): the engine bridge, the outside
+// services, and the current settings with the file they live in.
+#pragma once
+
+#include "settings.hpp"
+
+#include <filesystem>
+
+namespace tandem::ui {
+
+class EngineBridge;
+class Services;
+class UiPrefs;
+
+struct UiContext {
+    EngineBridge* bridge = nullptr;
+    Services* services = nullptr;        // may be null: what needs it says so
+    core::Settings* settings = nullptr;  // the settings in force (app/ owns them)
+    std::filesystem::path settingsFile;  // where the settings dialog saves them
+    UiPrefs* prefs = nullptr;            // one-time notices, last bandwidth measurement
+};
+
+}  // namespace tandem::ui
