@@ -210,11 +210,13 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     if (::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
         return makeError("another tandem-coordinator is using the state directory " +
                          cfg.stateDir.string());
-    auto db = Database::open(cfg.stateDir / "coordinator.db");
+    const auto dbPath = cfg.stateDir / "coordinator.db";
+    // FULL: an accepted result and its receipt survive a power cut.
+    auto db = Database::open(dbPath, {.synchronous = storage::Synchronous::Full,
+                                      .migrations = kMigrations,
+                                      .newerHint = "use a newer tandem-coordinator"});
     if (!db)
-        return db.error();
-    if (auto st = db->migrate(kMigrations); !st)
-        return st.error();
+        return makeError(db.error().message + " (" + dbPath.string() + ")");
     auto key = net::SigningKey::loadOrCreate(cfg.stateDir / "coordinator_key.pem");
     if (!key)
         return makeError("coordinator key: " + key.error().message);

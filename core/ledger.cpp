@@ -1,6 +1,6 @@
 #include "ledger.hpp"
 
-#include <sqlite3.h>
+#include "database.hpp"
 
 #include <algorithm>
 #include <array>
@@ -136,127 +136,6 @@ const char* toString(EventLevel level) {
     return "info";
 }
 
-// A use of a cached prepared statement: binds, steps, reads columns, and resets the statement
-// when it goes out of scope. Errors carry the operation and the sqlite message.
-class Ledger::Query {
-  public:
-    Query(const Ledger* ledger, sqlite3_stmt* stmt, const char* operation)
-        : m_ledger(ledger), m_stmt(stmt), m_operation(operation) {}
-    Query(Query&& other) noexcept
-        : m_ledger(other.m_ledger),
-          m_stmt(std::exchange(other.m_stmt, nullptr)),
-          m_operation(other.m_operation),
-          m_bindRc(other.m_bindRc) {}
-    Query& operator=(Query&&) = delete;
-    ~Query() {
-        if (m_stmt != nullptr) {
-            sqlite3_reset(m_stmt);
-            sqlite3_clear_bindings(m_stmt);
-        }
-    }
-
-    Query& bind(int index, int64_t value) {
-        return check(sqlite3_bind_int64(m_stmt, index, value));
-    }
-    Query& bind(int index, int value) { return bind(index, int64_t{value}); }
-    Query& bind(int index, bool value) { return bind(index, int64_t{value ? 1 : 0}); }
-    Query& bind(int index, double value) {
-        return check(sqlite3_bind_double(m_stmt, index, value));
-    }
-    Query& bind(int index, const std::string& value) {
-        return check(sqlite3_bind_text(m_stmt, index, value.data(), static_cast<int>(value.size()),
-                                       SQLITE_TRANSIENT));
-    }
-    Query& bind(int index, const char* value) { return bind(index, std::string(value)); }
-    Query& bind(int index, const std::vector<uint8_t>& value) {
-        // A zero-length blob must still be a blob, not NULL.
-        return check(sqlite3_bind_blob(m_stmt, index,
-                                       value.empty() ? static_cast<const void*>("") : value.data(),
-                                       static_cast<int>(value.size()), SQLITE_TRANSIENT));
-    }
-    template <class T>
-    Query& bind(int index, const std::optional<T>& value) {
-        if (value)
-            return bind(index, *value);
-        return check(sqlite3_bind_null(m_stmt, index));
-    }
-
-    // True with a row, false when done.
-    Expected<bool> step() {
-        if (m_bindRc != SQLITE_OK)
-            return m_ledger->sqliteError(m_operation);
-        const int rc = sqlite3_step(m_stmt);
-        if (rc == SQLITE_ROW)
-            return true;
-        if (rc == SQLITE_DONE)
-            return false;
-        return m_ledger->sqliteError(m_operation);
-    }
-    Status run() {
-        auto r = step();
-        if (!r)
-            return r.error();
-        return {};
-    }
-
-    bool isNull(int col) const { return sqlite3_column_type(m_stmt, col) == SQLITE_NULL; }
-    int64_t i64(int col) const { return sqlite3_column_int64(m_stmt, col); }
-    double f64(int col) const { return sqlite3_column_double(m_stmt, col); }
-    std::string text(int col) const {
-        const auto* p = sqlite3_column_text(m_stmt, col);
-        const int n = sqlite3_column_bytes(m_stmt, col);
-        return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
-    }
-    std::vector<uint8_t> blob(int col) const {
-        const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(m_stmt, col));
-        const int n = sqlite3_column_bytes(m_stmt, col);
-        return p == nullptr ? std::vector<uint8_t>() : std::vector<uint8_t>(p, p + n);
-    }
-    std::optional<double> optF64(int col) const {
-        return isNull(col) ? std::nullopt : std::optional<double>(f64(col));
-    }
-    std::optional<int64_t> optI64(int col) const {
-        return isNull(col) ? std::nullopt : std::optional<int64_t>(i64(col));
-    }
-
-  private:
-    Query& check(int rc) {
-        if (m_bindRc == SQLITE_OK)
-            m_bindRc = rc;
-        return *this;
-    }
-
-    const Ledger* m_ledger;
-    sqlite3_stmt* m_stmt;
-    const char* m_operation;
-    int m_bindRc = SQLITE_OK;
-};
-
-// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
-class Ledger::Transaction {
-  public:
-    explicit Transaction(Ledger& ledger) : m_ledger(ledger) {}
-    Status begin(const char* operation) {
-        Status s = m_ledger.exec("BEGIN IMMEDIATE", operation);
-        m_open = s.ok();
-        return s;
-    }
-    Status commit(const char* operation) {
-        Status s = m_ledger.exec("COMMIT", operation);
-        if (s.ok())
-            m_open = false;
-        return s;
-    }
-    ~Transaction() {
-        if (m_open)
-            sqlite3_exec(m_ledger.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-
-  private:
-    Ledger& m_ledger;
-    bool m_open = false;
-};
-
 std::span<const Migration> Ledger::migrations() {
     return kMigrations;
 }
@@ -264,36 +143,13 @@ int Ledger::currentSchemaVersion() {
     return kMigrations.back().version;
 }
 
-Ledger::Ledger(std::filesystem::path path, sqlite3* db) : m_path(std::move(path)), m_db(db) {}
+Ledger::Ledger(std::filesystem::path path, storage::Database db)
+    : m_path(std::move(path)), m_db(std::make_unique<storage::Database>(std::move(db))) {}
 
-Ledger::~Ledger() {
-    for (auto& [sql, stmt] : m_statements)
-        sqlite3_finalize(stmt);
-    sqlite3_close_v2(m_db);
-}
+Ledger::~Ledger() = default;
 
-Error Ledger::sqliteError(const char* operation) const {
-    return makeError("ledger " + m_path.string() + ": " + operation + ": " + sqlite3_errmsg(m_db));
-}
-
-Status Ledger::exec(const char* sql, const char* operation) {
-    if (sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
-        return sqliteError(operation);
-    }
-    return {};
-}
-
-Expected<Ledger::Query> Ledger::prepare(const char* sql, const char* operation) {
-    for (auto& [key, stmt] : m_statements) {
-        if (key == sql)
-            return Query(this, stmt, operation);
-    }
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v3(m_db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
-        return sqliteError(operation);
-    }
-    m_statements.emplace_back(sql, stmt);
-    return Query(this, stmt, operation);
+Expected<storage::Statement> Ledger::prepare(const char* sql, const char* operation) {
+    return m_db->prepareCached(sql, operation);
 }
 
 Expected<std::unique_ptr<Ledger>> Ledger::open(const std::filesystem::path& file) {
@@ -302,100 +158,28 @@ Expected<std::unique_ptr<Ledger>> Ledger::open(const std::filesystem::path& file
 
 Expected<std::unique_ptr<Ledger>> Ledger::open(const std::filesystem::path& file,
                                                std::span<const Migration> steps) {
+    std::vector<std::string_view> sql;
     for (size_t i = 0; i < steps.size(); ++i) {
         if (steps[i].version != static_cast<int>(i) + 1) {
             return makeError("ledger: migration list is not numbered 1, 2, 3, ...");
         }
-    }
-    const int latest = steps.empty() ? 0 : steps.back().version;
-
-    sqlite3* db = nullptr;
-    const int rc =
-        sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    if (rc != SQLITE_OK) {
-        std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-        sqlite3_close_v2(db);
-        return makeError("ledger " + file.string() + ": cannot open: " + message);
-    }
-    std::unique_ptr<Ledger> ledger(new Ledger(file, db));
-    sqlite3_extended_result_codes(db, 1);
-    sqlite3_busy_timeout(db, 5000);
-
-    // Read the version before changing anything, so a newer file is left exactly as it was.
-    auto readVersion = [&]() -> Expected<int> {
-        auto q = ledger->prepare("PRAGMA user_version", "reading the schema version");
-        if (!q)
-            return q.error();
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        return static_cast<int>(q->i64(0));
-    };
-    auto version = readVersion();
-    if (!version)
-        return version.error();
-    if (*version > latest) {
-        return makeError("ledger " + file.string() + " has schema version " +
-                         std::to_string(*version) + ", but this version of Tandem knows versions " +
-                         "up to " + std::to_string(latest) +
-                         "; it was written by a newer Tandem. Update Tandem, or use another data "
-                         "directory.");
-    }
-
-    if (Status s = ledger->exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s) {
-        return s.error();
-    }
-    {
-        auto q = ledger->prepare("PRAGMA journal_mode = WAL", "switching to WAL");
-        if (!q)
-            return q.error();
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (q->text(0) != "wal") {
-            return makeError("ledger " + file.string() +
-                             ": cannot switch to WAL (journal mode is " + q->text(0) + ")");
-        }
+        sql.emplace_back(steps[i].sql);
     }
     // FULL: a committed receipt survives a power cut, not only a crash of the process.
-    if (Status s = ledger->exec("PRAGMA synchronous = FULL", "setting synchronous"); !s) {
-        return s.error();
-    }
-
-    for (const Migration& m : steps) {
-        if (m.version <= *version)
-            continue;
-        const std::string what = "migrating from schema version " + std::to_string(m.version - 1) +
-                                 " to " + std::to_string(m.version);
-        Transaction t(*ledger);
-        if (Status s = t.begin(what.c_str()); !s)
-            return s.error();
-        // Another process may have migrated while this one waited for the lock.
-        auto now = readVersion();
-        if (!now)
-            return now.error();
-        if (*now >= m.version)
-            continue;
-        if (Status s = ledger->exec(m.sql, what.c_str()); !s)
-            return s.error();
-        const std::string set = "PRAGMA user_version = " + std::to_string(m.version);
-        if (Status s = ledger->exec(set.c_str(), what.c_str()); !s)
-            return s.error();
-        if (Status s = t.commit(what.c_str()); !s)
-            return s.error();
-    }
-    return ledger;
+    auto db = storage::Database::open(
+        file, {.errorPrefix = "ledger " + file.string(),
+               .synchronous = storage::Synchronous::Full,
+               .migrations = sql,
+               .newerHint = "it was written by a newer Tandem. Update Tandem, or use another "
+                            "data directory."});
+    if (!db)
+        return db.error();
+    return std::unique_ptr<Ledger>(new Ledger(file, std::move(*db)));
 }
 
 Expected<int> Ledger::schemaVersion() {
     std::lock_guard lock(m_mutex);
-    auto q = prepare("PRAGMA user_version", "reading the schema version");
-    if (!q)
-        return q.error();
-    auto row = q->step();
-    if (!row)
-        return row.error();
-    return static_cast<int>(q->i64(0));
+    return m_db->userVersion();
 }
 
 Status Ledger::integrityCheck() {
@@ -405,30 +189,24 @@ Status Ledger::integrityCheck() {
         auto q = prepare("PRAGMA integrity_check", "checking integrity");
         if (!q)
             return q.error();
-        for (;;) {
-            auto row = q->step();
-            if (!row)
-                return row.error();
-            if (!*row)
-                break;
+        while (q->step()) {
             const std::string line = q->text(0);
             if (line != "ok")
                 problems += "\n  " + line;
         }
+        if (Status s = q->status(); !s)
+            return s.error();
     }
     {
         auto q = prepare("PRAGMA foreign_key_check", "checking foreign keys");
         if (!q)
             return q.error();
-        for (;;) {
-            auto row = q->step();
-            if (!row)
-                return row.error();
-            if (!*row)
-                break;
-            problems += "\n  table " + q->text(0) + " row " + std::to_string(q->i64(1)) +
+        while (q->step()) {
+            problems += "\n  table " + q->text(0) + " row " + std::to_string(q->integer(1)) +
                         " refers to a missing row of " + q->text(2);
         }
+        if (Status s = q->status(); !s)
+            return s.error();
     }
     if (!problems.empty()) {
         return makeError("ledger " + m_path.string() + " failed its integrity check:" + problems);
@@ -451,10 +229,10 @@ Expected<std::optional<WorkUnitState>> Ledger::stateLocked(const std::string& id
     if (!q)
         return q.error();
     q->bind(1, id);
-    auto row = q->step();
-    if (!row)
-        return row.error();
-    if (!*row)
+    const bool found = q->step();
+    if (Status s = q->status(); !s)
+        return s.error();
+    if (!found)
         return std::optional<WorkUnitState>();
     auto state = workUnitStateFromString(q->text(0));
     if (!state) {
@@ -500,9 +278,9 @@ Status Ledger::transitionLocked(const std::string& id, WorkUnitState state, int6
 Status Ledger::recordWorkUnit(const WorkUnitRecord& u) {
     std::lock_guard lock(m_mutex);
     const char* op = "recording a work unit";
-    Transaction t(*this);
-    if (Status s = t.begin(op); !s)
-        return s;
+    storage::Transaction t(*m_db, op);
+    if (!t.started())
+        return t.started();
     auto current = stateLocked(u.id);
     if (!current)
         return current.error();
@@ -553,7 +331,7 @@ Status Ledger::recordWorkUnit(const WorkUnitRecord& u) {
         if (Status s = transitionLocked(u.id, u.state, u.updatedAtMs, {}); !s)
             return s;
     }
-    return t.commit(op);
+    return t.commit();
 }
 
 Status Ledger::updateWorkUnitProgress(const std::string& id, int64_t tokens, int64_t steps,
@@ -571,7 +349,7 @@ Status Ledger::updateWorkUnitProgress(const std::string& id, int64_t tokens, int
     q->bind(6, lossLast).bind(7, atMs);
     if (Status s = q->run(); !s)
         return s;
-    if (sqlite3_changes(m_db) == 0) {
+    if (m_db->changes() == 0) {
         return makeError("ledger " + m_path.string() + ": no work unit '" + id +
                          "' to record progress for");
     }
@@ -582,29 +360,29 @@ Status Ledger::recordTransition(const std::string& id, WorkUnitState state, int6
                                 const std::string& detail) {
     std::lock_guard lock(m_mutex);
     const char* op = "recording a work unit's state";
-    Transaction t(*this);
-    if (Status s = t.begin(op); !s)
-        return s;
+    storage::Transaction t(*m_db, op);
+    if (!t.started())
+        return t.started();
     if (Status s = transitionLocked(id, state, atMs, detail); !s)
         return s;
-    return t.commit(op);
+    return t.commit();
 }
 
 Status Ledger::recordReceipt(const Receipt& r) {
     std::lock_guard lock(m_mutex);
     const char* op = "recording a receipt";
-    Transaction t(*this);
-    if (Status s = t.begin(op); !s)
-        return s;
+    storage::Transaction t(*m_db, op);
+    if (!t.started())
+        return t.started();
     {
         auto q = prepare("SELECT signature, body FROM receipts WHERE work_unit_id = ?1", op);
         if (!q)
             return q.error();
         q->bind(1, r.workUnitId);
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (*row) {
+        const bool found = q->step();
+        if (Status s = q->status(); !s)
+            return s.error();
+        if (found) {
             if (q->blob(0) == r.signature && q->blob(1) == r.body)
                 return {};  // rolls back
             return makeError("ledger " + m_path.string() + ": work unit '" + r.workUnitId +
@@ -634,7 +412,7 @@ Status Ledger::recordReceipt(const Receipt& r) {
         !s) {
         return s;
     }
-    return t.commit(op);
+    return t.commit();
 }
 
 Status Ledger::recordSample(const DeviceSample& d) {
@@ -663,7 +441,7 @@ Expected<int64_t> Ledger::recordTransfer(const Transfer& x) {
     q->bind(5, x.durationMs).bind(6, x.ok).bind(7, x.workUnitId).bind(8, x.detail);
     if (Status s = q->run(); !s)
         return s.error();
-    return static_cast<int64_t>(sqlite3_last_insert_rowid(m_db));
+    return m_db->lastInsertId();
 }
 
 Expected<int64_t> Ledger::recordEvent(int64_t atMs, EventLevel level, const std::string& message) {
@@ -675,7 +453,7 @@ Expected<int64_t> Ledger::recordEvent(int64_t atMs, EventLevel level, const std:
     q->bind(1, atMs).bind(2, static_cast<int>(level)).bind(3, message);
     if (Status s = q->run(); !s)
         return s.error();
-    return static_cast<int64_t>(sqlite3_last_insert_rowid(m_db));
+    return m_db->lastInsertId();
 }
 
 Expected<int64_t> Ledger::pruneSamplesBefore(int64_t beforeMs) {
@@ -686,7 +464,7 @@ Expected<int64_t> Ledger::pruneSamplesBefore(int64_t beforeMs) {
     q->bind(1, beforeMs);
     if (Status s = q->run(); !s)
         return s.error();
-    return static_cast<int64_t>(sqlite3_changes(m_db));
+    return static_cast<int64_t>(m_db->changes());
 }
 
 // --- queries ---
@@ -698,34 +476,34 @@ WorkUnitRecord readWorkUnit(const Q& q, int first = 0) {
     WorkUnitRecord u;
     u.id = q.text(first + 0);
     u.run = q.text(first + 1);
-    u.baseVersion = q.i64(first + 2);
+    u.baseVersion = q.integer(first + 2);
     u.config = q.text(first + 3);
     u.device = q.text(first + 4);
-    u.innerSteps = q.i64(first + 5);
-    u.batchSize = q.i64(first + 6);
-    u.seqLen = q.i64(first + 7);
-    u.tokens = q.i64(first + 8);
-    u.steps = q.i64(first + 9);
-    u.computeSeconds = q.f64(first + 10);
-    u.lossFirst = q.optF64(first + 11);
-    u.lossLast = q.optF64(first + 12);
+    u.innerSteps = q.integer(first + 5);
+    u.batchSize = q.integer(first + 6);
+    u.seqLen = q.integer(first + 7);
+    u.tokens = q.integer(first + 8);
+    u.steps = q.integer(first + 9);
+    u.computeSeconds = q.real(first + 10);
+    u.lossFirst = q.optionalReal(first + 11);
+    u.lossLast = q.optionalReal(first + 12);
     u.state = workUnitStateFromString(q.text(first + 13)).value_or(WorkUnitState::Failed);
-    u.createdAtMs = q.i64(first + 14);
-    u.updatedAtMs = q.i64(first + 15);
-    u.trainedAtMs = q.optI64(first + 16);
+    u.createdAtMs = q.integer(first + 14);
+    u.updatedAtMs = q.integer(first + 15);
+    u.trainedAtMs = q.optionalInteger(first + 16);
     return u;
 }
 
 template <class Q>
 Transfer readTransfer(const Q& q) {
     Transfer x;
-    x.id = q.i64(0);
-    x.atMs = q.i64(1);
+    x.id = q.integer(0);
+    x.atMs = q.integer(1);
     x.direction = q.text(2) == "up" ? Direction::Up : Direction::Down;
     x.purpose = q.text(3);
-    x.bytes = q.i64(4);
-    x.durationMs = q.i64(5);
-    x.ok = q.i64(6) != 0;
+    x.bytes = q.integer(4);
+    x.durationMs = q.integer(5);
+    x.ok = q.integer(6) != 0;
     x.workUnitId = q.text(7);
     x.detail = q.text(8);
     return x;
@@ -754,10 +532,10 @@ Expected<std::optional<WorkUnitRecord>> Ledger::workUnit(const std::string& id) 
     if (!q)
         return q.error();
     q->bind(1, id);
-    auto row = q->step();
-    if (!row)
-        return row.error();
-    if (!*row)
+    const bool found = q->step();
+    if (Status s = q->status(); !s)
+        return s.error();
+    if (!found)
         return std::optional<WorkUnitRecord>();
     return std::optional<WorkUnitRecord>(readWorkUnit(*q));
 }
@@ -772,15 +550,12 @@ Expected<std::vector<WorkUnitTransition>> Ledger::transitions(const std::string&
         return q.error();
     q->bind(1, id);
     std::vector<WorkUnitTransition> out;
-    for (;;) {
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (!*row)
-            break;
+    while (q->step()) {
         out.push_back({workUnitStateFromString(q->text(0)).value_or(WorkUnitState::Failed),
-                       q->i64(1), q->text(2)});
+                       q->integer(1), q->text(2)});
     }
+    if (Status s = q->status(); !s)
+        return s.error();
     return out;
 }
 
@@ -793,17 +568,17 @@ Expected<std::optional<Receipt>> Ledger::receipt(const std::string& workUnitId) 
     if (!q)
         return q.error();
     q->bind(1, workUnitId);
-    auto row = q->step();
-    if (!row)
-        return row.error();
-    if (!*row)
+    const bool found = q->step();
+    if (Status s = q->status(); !s)
+        return s.error();
+    if (!found)
         return std::optional<Receipt>();
     Receipt r;
     r.workUnitId = workUnitId;
-    r.roundApplied = q->i64(0);
-    r.weight = q->f64(1);
-    r.credit = q->f64(2);
-    r.receivedAtMs = q->i64(3);
+    r.roundApplied = q->integer(0);
+    r.weight = q->real(1);
+    r.credit = q->real(2);
+    r.receivedAtMs = q->integer(3);
     r.signature = q->blob(4);
     r.body = q->blob(5);
     return std::optional<Receipt>(std::move(r));
@@ -818,14 +593,11 @@ Expected<std::vector<WorkUnitRecord>> Ledger::pendingWorkUnits() {
     if (!q)
         return q.error();
     std::vector<WorkUnitRecord> out;
-    for (;;) {
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (!*row)
-            break;
+    while (q->step()) {
         out.push_back(readWorkUnit(*q));
     }
+    if (Status s = q->status(); !s)
+        return s.error();
     return out;
 }
 
@@ -841,12 +613,13 @@ Expected<Totals> Ledger::totals() {
             op);
         if (!q)
             return q.error();
-        if (auto row = q->step(); !row)
-            return row.error();
-        t.workUnitsTrained = q->i64(0);
-        t.tokens = q->i64(1);
-        t.computeSeconds = q->f64(2);
-        t.gpuSeconds = q->f64(3);
+        q->step();
+        if (Status s = q->status(); !s)
+            return s.error();
+        t.workUnitsTrained = q->integer(0);
+        t.tokens = q->integer(1);
+        t.computeSeconds = q->real(2);
+        t.gpuSeconds = q->real(3);
     }
     {
         auto q = prepare(
@@ -854,18 +627,20 @@ Expected<Totals> Ledger::totals() {
             op);
         if (!q)
             return q.error();
-        if (auto row = q->step(); !row)
-            return row.error();
-        t.workUnitsPending = q->i64(0);
+        q->step();
+        if (Status s = q->status(); !s)
+            return s.error();
+        t.workUnitsPending = q->integer(0);
     }
     {
         auto q = prepare("SELECT count(*), coalesce(sum(credit), 0) FROM receipts", op);
         if (!q)
             return q.error();
-        if (auto row = q->step(); !row)
-            return row.error();
-        t.workUnitsAccepted = q->i64(0);
-        t.credit = q->f64(1);
+        q->step();
+        if (Status s = q->status(); !s)
+            return s.error();
+        t.workUnitsAccepted = q->integer(0);
+        t.credit = q->real(1);
     }
     {
         auto q = prepare(
@@ -874,10 +649,11 @@ Expected<Totals> Ledger::totals() {
             op);
         if (!q)
             return q.error();
-        if (auto row = q->step(); !row)
-            return row.error();
-        t.bytesUp = q->i64(0);
-        t.bytesDown = q->i64(1);
+        q->step();
+        if (Status s = q->status(); !s)
+            return s.error();
+        t.bytesUp = q->integer(0);
+        t.bytesDown = q->integer(1);
     }
     return t;
 }
@@ -911,12 +687,13 @@ Expected<std::vector<DayTotals>> Ledger::totalsPerDay(LocalDate first, LocalDate
             if (!q)
                 return q.error();
             q->bind(1, startMs).bind(2, endMs);
-            if (auto row = q->step(); !row)
-                return row.error();
-            day.workUnits = q->i64(0);
-            day.tokens = q->i64(1);
-            day.computeSeconds = q->f64(2);
-            day.gpuSeconds = q->f64(3);
+            q->step();
+            if (Status s = q->status(); !s)
+                return s.error();
+            day.workUnits = q->integer(0);
+            day.tokens = q->integer(1);
+            day.computeSeconds = q->real(2);
+            day.gpuSeconds = q->real(3);
         }
         {
             auto q = prepare(
@@ -926,19 +703,21 @@ Expected<std::vector<DayTotals>> Ledger::totalsPerDay(LocalDate first, LocalDate
             if (!q)
                 return q.error();
             q->bind(1, startMs).bind(2, endMs);
-            if (auto row = q->step(); !row)
-                return row.error();
-            day.credit = q->f64(0);
+            q->step();
+            if (Status s = q->status(); !s)
+                return s.error();
+            day.credit = q->real(0);
         }
         {
             auto q = prepare(kBytesBetween, op);
             if (!q)
                 return q.error();
             q->bind(1, startMs).bind(2, endMs);
-            if (auto row = q->step(); !row)
-                return row.error();
-            day.bytesUp = q->i64(0);
-            day.bytesDown = q->i64(1);
+            q->step();
+            if (Status s = q->status(); !s)
+                return s.error();
+            day.bytesUp = q->integer(0);
+            day.bytesDown = q->integer(1);
         }
         out.push_back(day);
         startMs = endMs;
@@ -964,14 +743,11 @@ Expected<std::vector<ThroughputPoint>> Ledger::throughput(int64_t fromMs, int64_
         if (!q)
             return q.error();
         q->bind(1, fromMs).bind(2, toMs).bind(3, device);
-        for (;;) {
-            auto row = q->step();
-            if (!row)
-                return row.error();
-            if (!*row)
-                break;
-            out.push_back({q->i64(0), 1, q->f64(1), q->optF64(2), q->optF64(3)});
+        while (q->step()) {
+            out.push_back({q->integer(0), 1, q->real(1), q->optionalReal(2), q->optionalReal(3)});
         }
+        if (Status s = q->status(); !s)
+            return s.error();
         return out;
     }
     auto q = prepare(
@@ -983,15 +759,12 @@ Expected<std::vector<ThroughputPoint>> Ledger::throughput(int64_t fromMs, int64_
     if (!q)
         return q.error();
     q->bind(1, fromMs).bind(2, toMs).bind(3, device).bind(4, bucketMs);
-    for (;;) {
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (!*row)
-            break;
-        out.push_back(
-            {fromMs + q->i64(0) * bucketMs, q->i64(1), q->f64(2), q->optF64(3), q->optF64(4)});
+    while (q->step()) {
+        out.push_back({fromMs + q->integer(0) * bucketMs, q->integer(1), q->real(2),
+                       q->optionalReal(3), q->optionalReal(4)});
     }
+    if (Status s = q->status(); !s)
+        return s.error();
     return out;
 }
 
@@ -1008,9 +781,10 @@ Expected<std::vector<DayTransfers>> Ledger::transfersPerDay(LocalDate first, Loc
         if (!q)
             return q.error();
         q->bind(1, startMs).bind(2, endMs);
-        if (auto row = q->step(); !row)
-            return row.error();
-        out.push_back({d, q->i64(0), q->i64(1), q->i64(2), q->i64(3)});
+        q->step();
+        if (Status s = q->status(); !s)
+            return s.error();
+        out.push_back({d, q->integer(0), q->integer(1), q->integer(2), q->integer(3)});
         startMs = endMs;
     }
     return out;
@@ -1026,14 +800,11 @@ Expected<std::vector<Transfer>> Ledger::recentTransfers(int limit) {
         return q.error();
     q->bind(1, limit);
     std::vector<Transfer> out;
-    for (;;) {
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (!*row)
-            break;
+    while (q->step()) {
         out.push_back(readTransfer(*q));
     }
+    if (Status s = q->status(); !s)
+        return s.error();
     return out;
 }
 
@@ -1050,15 +821,12 @@ Expected<std::vector<Event>> Ledger::events(const EventFilter& f) {
     q->bind(3, f.fromMs.value_or(INT64_MIN)).bind(4, f.toMs.value_or(INT64_MAX));
     q->bind(5, f.limit);
     std::vector<Event> out;
-    for (;;) {
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (!*row)
-            break;
-        const int64_t level = std::clamp<int64_t>(q->i64(2), 0, 3);
-        out.push_back({q->i64(0), q->i64(1), static_cast<EventLevel>(level), q->text(3)});
+    while (q->step()) {
+        const int64_t level = std::clamp<int64_t>(q->integer(2), 0, 3);
+        out.push_back({q->integer(0), q->integer(1), static_cast<EventLevel>(level), q->text(3)});
     }
+    if (Status s = q->status(); !s)
+        return s.error();
     return out;
 }
 
@@ -1077,23 +845,20 @@ Expected<std::vector<WorkUnitRow>> Ledger::workUnits(int limit, int offset) {
         return q.error();
     q->bind(1, limit).bind(2, offset);
     std::vector<WorkUnitRow> out;
-    for (;;) {
-        auto row = q->step();
-        if (!row)
-            return row.error();
-        if (!*row)
-            break;
+    while (q->step()) {
         WorkUnitRow r;
         r.unit = readWorkUnit(*q);
         if (!q->isNull(17)) {
             Receipt receipt;
             receipt.workUnitId = q->text(17);
-            receipt.roundApplied = q->i64(18);
-            receipt.weight = q->f64(19);
-            receipt.credit = q->f64(20);
-            receipt.receivedAtMs = q->i64(21);
+            receipt.roundApplied = q->integer(18);
+            receipt.weight = q->real(19);
+            receipt.credit = q->real(20);
+            receipt.receivedAtMs = q->integer(21);
             r.receipt = std::move(receipt);
         }
+        if (Status s = q->status(); !s)
+            return s.error();
         out.push_back(std::move(r));
     }
     return out;
@@ -1105,9 +870,10 @@ Expected<BytesUsed> Ledger::bytesUsed(int64_t fromMs, int64_t toMs) {
     if (!q)
         return q.error();
     q->bind(1, fromMs).bind(2, toMs);
-    if (auto row = q->step(); !row)
-        return row.error();
-    return BytesUsed{q->i64(0), q->i64(1)};
+    q->step();
+    if (Status s = q->status(); !s)
+        return s.error();
+    return BytesUsed{q->integer(0), q->integer(1)};
 }
 
 Expected<BytesUsed> Ledger::bytesUsedToday(int64_t nowMs, const TimeZone& zone) {

@@ -20,8 +20,10 @@
 #include <string>
 #include <vector>
 
-struct sqlite3;
-struct sqlite3_stmt;
+namespace tandem::storage {
+class Database;
+class Statement;
+}  // namespace tandem::storage
 
 namespace tandem::core {
 
@@ -250,20 +252,16 @@ class Ledger {
     Expected<BytesUsed> bytesUsedToday(int64_t nowMs, const TimeZone& zone);
 
   private:
-    class Query;
-    class Transaction;
-    Ledger(std::filesystem::path path, sqlite3* db);
-    Expected<Query> prepare(const char* sql, const char* operation);
-    Error sqliteError(const char* operation) const;
-    Status exec(const char* sql, const char* operation);
+    Ledger(std::filesystem::path path, storage::Database db);
+    // Every ledger statement is prepared once and reset after each use (a statement left open
+    // would pin the WAL).
+    Expected<storage::Statement> prepare(const char* sql, const char* operation);
     Status transitionLocked(const std::string& id, WorkUnitState state, int64_t atMs,
                             const std::string& detail);
     Expected<std::optional<WorkUnitState>> stateLocked(const std::string& id);
 
     std::filesystem::path m_path;
-    sqlite3* m_db = nullptr;
-    // Prepared once, reset after every use (a statement left open would pin the WAL).
-    std::vector<std::pair<const char*, sqlite3_stmt*>> m_statements;
+    std::unique_ptr<storage::Database> m_db;
     std::mutex m_mutex;
 };
 
