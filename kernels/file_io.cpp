@@ -56,10 +56,15 @@ Status writeAll(int fd, std::span<const uint8_t> bytes, const std::filesystem::p
     return {};
 }
 
-Status writeTemporary(const std::filesystem::path& tmp, std::span<const uint8_t> bytes) {
-    FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+Status writeTemporary(const std::filesystem::path& tmp, std::span<const uint8_t> bytes,
+                      bool privateFile) {
+    FileDescriptor fd(
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, privateFile ? 0600 : 0644));
     if (fd.get() < 0)
         return ioError("create", tmp, errno);
+    // O_CREAT leaves the mode of an existing file alone.
+    if (privateFile && ::fchmod(fd.get(), 0600) != 0)
+        return ioError("restrict the mode of", tmp, errno);
     if (Status s = writeAll(fd.get(), bytes, tmp); !s)
         return s;
     if (::fsync(fd.get()) != 0)
@@ -69,12 +74,11 @@ Status writeTemporary(const std::filesystem::path& tmp, std::span<const uint8_t>
     return {};
 }
 
-}  // namespace
-
-Status writeFileAtomically(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
+Status writeAtomically(const std::filesystem::path& path, std::span<const uint8_t> bytes,
+                       bool privateFile) {
     std::filesystem::path tmp = path;
     tmp += ".tmp";
-    if (Status s = writeTemporary(tmp, bytes); !s) {
+    if (Status s = writeTemporary(tmp, bytes, privateFile); !s) {
         ::unlink(tmp.c_str());
         return s;
     }
@@ -95,6 +99,17 @@ Status writeFileAtomically(const std::filesystem::path& path, std::span<const ui
         return ioError("flush (fsync) directory", directory, errno);
     }
     return {};
+}
+
+}  // namespace
+
+Status writeFileAtomically(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
+    return writeAtomically(path, bytes, false);
+}
+
+Status writePrivateFileAtomically(const std::filesystem::path& path,
+                                  std::span<const uint8_t> bytes) {
+    return writeAtomically(path, bytes, true);
 }
 
 Expected<std::vector<uint8_t>> readFile(const std::filesystem::path& path) {

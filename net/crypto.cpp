@@ -1,13 +1,12 @@
 #include "crypto.hpp"
 
+#include "file_io.hpp"
+
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <cerrno>
 #include <cstring>
 
@@ -17,40 +16,6 @@ namespace {
 
 EVP_PKEY* asKey(void* p) {
     return static_cast<EVP_PKEY*>(p);
-}
-
-// Writes bytes to "<path>.tmp" created with mode 0600, fsyncs, renames over path, fsyncs the
-// directory: a private key is never readable by others, not even for a moment.
-Status writePrivateFile(const std::filesystem::path& path, std::string_view bytes) {
-    const std::string tmp = path.string() + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return makeError("cannot create " + tmp + ": " + std::strerror(errno));
-    ::fchmod(fd, 0600);  // in case the file already existed with a wider mode
-    size_t written = 0;
-    while (written < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            std::string why = std::strerror(errno);
-            ::close(fd);
-            return makeError("cannot write " + tmp + ": " + why);
-        }
-        written += static_cast<size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0)
-        return makeError("cannot flush " + tmp + ": " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return makeError("cannot rename " + tmp + " to " + path.string() + ": " +
-                         std::strerror(errno));
-    auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return {};
 }
 
 }  // namespace
@@ -291,7 +256,9 @@ std::array<uint8_t, 32> SigningKey::rawSeed() const {
 }
 
 Status SigningKey::save(const std::filesystem::path& path) const {
-    return writePrivateFile(path, toPem());
+    const std::string pem = toPem();
+    return writePrivateFileAtomically(
+        path, std::span(reinterpret_cast<const uint8_t*>(pem.data()), pem.size()));
 }
 
 PublicKey SigningKey::publicKey() const {

@@ -1,6 +1,7 @@
 #include "tls.hpp"
 
 #include "crypto.hpp"
+#include "file_io.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -9,11 +10,6 @@
 #include <openssl/x509v3.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <cerrno>
-#include <cstring>
 
 namespace tandem::net {
 
@@ -29,28 +25,6 @@ bool isIpAddress(const std::string& host) {
     unsigned char buf[16];
     return inet_pton(AF_INET, host.c_str(), buf) == 1 ||
            inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-Status writeFile(const std::filesystem::path& path, const std::string& bytes, mode_t mode) {
-    const std::string tmp = path.string() + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return makeError("cannot create " + tmp + ": " + std::strerror(errno));
-    ::fchmod(fd, mode);
-    bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-    ok = ::fsync(fd) == 0 && ok;
-    ok = ::close(fd) == 0 && ok;
-    if (!ok)
-        return makeError("cannot write " + tmp + ": " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return makeError("cannot rename " + tmp + ": " + std::strerror(errno));
-    auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return {};
 }
 
 }  // namespace
@@ -141,9 +115,12 @@ Expected<std::string> publicKeyPin(const std::string& certificatePem) {
 
 Status saveTlsIdentity(const TlsIdentity& identity, const std::filesystem::path& certPath,
                        const std::filesystem::path& keyPath) {
-    if (auto st = writeFile(keyPath, identity.privateKeyPem, 0600); !st)
+    auto bytes = [](const std::string& text) {
+        return std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+    };
+    if (auto st = writePrivateFileAtomically(keyPath, bytes(identity.privateKeyPem)); !st)
         return st;
-    return writeFile(certPath, identity.certificatePem, 0644);
+    return writeFileAtomically(certPath, bytes(identity.certificatePem));
 }
 
 }  // namespace tandem::net
