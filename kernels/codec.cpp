@@ -7,6 +7,7 @@
 // Dimensions: N elements.
 #include "codec.hpp"
 
+#include "codec_pieces.hpp"
 #include "thread_pool.hpp"
 
 #include <algorithm>
@@ -68,27 +69,8 @@ inline float decodeHalf(uint32_t h) {
     return std::bit_cast<float>(bits | sign);
 }
 
-// Calls fn(piece, begin, end) over contiguous pieces of [0, n): one piece without a pool.
-template <class Fn>
-void forPieces(ThreadPool* pool, int64_t n, int64_t minChunk, int maxPieces, Fn&& fn) {
-    int pieces = 1;
-    if (pool != nullptr) {
-        pieces = static_cast<int>(
-            std::clamp<int64_t>((n + minChunk - 1) / minChunk, 1, pool->threads()));
-    }
-    pieces = std::min(pieces, maxPieces);
-    if (pieces <= 1) {
-        fn(0, int64_t{0}, n);
-        return;
-    }
-    pool->run(pieces, [&](int piece) { fn(piece, n * piece / pieces, n * (piece + 1) / pieces); });
-}
-
-struct PieceStats {
-    int64_t saturated = 0;
-    int64_t nonFinite = 0;
-    int64_t firstNonFinite = -1;
-};
+using detail::forPieces;
+using detail::PieceStats;
 
 // out (n), start (n), end (n)
 TANDEM_CODEC_CLONES PieceStats encodeRange(uint16_t* out, const float* start, const float* end,
@@ -192,22 +174,7 @@ Expected<EncodeStats> encodeDeltaFp16(std::span<const float> start, std::span<co
             s.firstNonFinite += begin;
         pieces[piece] = s;
     });
-    EncodeStats stats;
-    int64_t firstNonFinite = -1;
-    for (const PieceStats& s : pieces) {
-        stats.saturated += s.saturated;
-        stats.nonFinite += s.nonFinite;
-        if (firstNonFinite < 0)
-            firstNonFinite = s.firstNonFinite;
-    }
-    if (stats.nonFinite > 0) {
-        const float d = start[firstNonFinite] - end[firstNonFinite];
-        return makeError("pseudo-gradient has " + std::to_string(stats.nonFinite) +
-                         " non-finite value(s) (first at parameter " +
-                         std::to_string(firstNonFinite) + ": " + std::to_string(d) +
-                         "); expected all finite, nothing was encoded");
-    }
-    return stats;
+    return detail::mergePieces(pieces, start, end);
 }
 
 void accumulateFp16(std::span<float> sum, std::span<const uint16_t> delta, float weight,

@@ -6,6 +6,7 @@
 // Dimensions: N elements, S block size, NB = ceil(N / S) blocks.
 #include "codec_int8.hpp"
 
+#include "codec_pieces.hpp"
 #include "thread_pool.hpp"
 
 #include <algorithm>
@@ -23,26 +24,10 @@ constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
 // Calls fn(piece, firstBlock, endBlock) over contiguous block ranges; one piece without a pool.
 template <class Fn>
 void forBlockPieces(ThreadPool* pool, int64_t blocks, int blockSize, int maxPieces, Fn&& fn) {
-    int pieces = 1;
-    if (pool != nullptr) {
-        const int64_t minBlocks = std::max<int64_t>(1, kMinChunk / blockSize);
-        pieces = static_cast<int>(
-            std::clamp<int64_t>((blocks + minBlocks - 1) / minBlocks, 1, pool->threads()));
-    }
-    pieces = std::min(pieces, maxPieces);
-    if (pieces <= 1) {
-        fn(0, int64_t{0}, blocks);
-        return;
-    }
-    pool->run(pieces, [&](int piece) {
-        fn(piece, blocks * piece / pieces, blocks * (piece + 1) / pieces);
-    });
+    detail::forPieces(pool, blocks, std::max<int64_t>(1, kMinChunk / blockSize), maxPieces, fn);
 }
 
-struct PieceStats {
-    int64_t nonFinite = 0;
-    int64_t firstNonFinite = -1;
-};
+using detail::PieceStats;
 
 // One block: values (n), *scale; start (n), end (n). Returns the number of non-finite deltas.
 int64_t encodeBlock(int8_t* values, float* scale, const float* start, const float* end, int64_t n) {
@@ -110,21 +95,7 @@ Expected<EncodeStats> encodeDeltaInt8(std::span<const float> start, std::span<co
         }
         pieces[piece] = s;
     });
-    EncodeStats stats;
-    int64_t firstNonFinite = -1;
-    for (const PieceStats& s : pieces) {
-        stats.nonFinite += s.nonFinite;
-        if (firstNonFinite < 0)
-            firstNonFinite = s.firstNonFinite;
-    }
-    if (stats.nonFinite > 0) {
-        const float d = start[firstNonFinite] - end[firstNonFinite];
-        return makeError("pseudo-gradient has " + std::to_string(stats.nonFinite) +
-                         " non-finite value(s) (first at parameter " +
-                         std::to_string(firstNonFinite) + ": " + std::to_string(d) +
-                         "); expected all finite, nothing was encoded");
-    }
-    return stats;
+    return detail::mergePieces(pieces, start, end);
 }
 
 Status accumulateInt8(std::span<float> sum, std::span<const int8_t> values,
