@@ -160,6 +160,9 @@ struct PendingResult {
     int64_t bytes = 0;
     net::Sha256Digest digest{};
     net::Signature signature{};
+    int64_t steps = 0;
+    float lossLast = 0;
+    bool stillWantedChecked = false;  // asked the coordinator before the first upload
 };
 
 // The unit in training.
@@ -561,6 +564,8 @@ struct Engine::Impl {
             return makeError(p.file.string() + " is damaged (payload digest or size)");
         p.bytes = static_cast<int64_t>(bytes->size());
         p.digest = net::resultDigest(*header);
+        p.steps = header->steps;
+        p.lossLast = header->lossLast;
         p.signature = key->sign(p.digest);
         return p;
     }
@@ -603,6 +608,10 @@ struct Engine::Impl {
                 transition(p->workUnitId, WorkUnitState::Trained, "restart: upload again");
             log(EventLevel::Info,
                 "work unit " + wuKey(p->workUnitId) + ": result on disk, waiting for its receipt");
+            // It may have reached the coordinator before the restart: upload again (idempotent,
+            // the stored receipt comes back) rather than ask, since the coordinator would answer
+            // "abandon: already accepted" and the receipt would be lost.
+            p->stillWantedChecked = true;
             std::lock_guard lock(mu);
             queue.push_back(*p);
         }
@@ -1214,6 +1223,8 @@ struct Engine::Impl {
         p.infoFile = dir() / "results" / (id + ".json");
         p.bytes = static_cast<int64_t>(body.size());
         p.digest = net::resultDigest(*header);
+        p.steps = header->steps;
+        p.lossLast = header->lossLast;
         p.signature = key->sign(p.digest);
         checkCrash();
         if (auto st = writeFileAtomically(p.file, body); !st) {
@@ -1376,6 +1387,27 @@ struct Engine::Impl {
                                       std::clamp<int64_t>(cfg.pollIntervalMs, 1, 1000)));
                 continue;
             }
+            // Ask first whether the result is still wanted (a heartbeat): a unit the coordinator
+            // abandoned meanwhile (too stale, lease expired) is not worth the uplink.
+            if (!p.stillWantedChecked) {
+                net::ProgressReport report;
+                report.step = p.steps;
+                report.loss = p.lossLast;
+                auto reply = deps.api->reportProgress(p.workUnitId, report);
+                if (crashed.load())
+                    return;
+                {
+                    std::lock_guard lock(mu);
+                    if (!queue.empty() && queue.front().workUnitId == p.workUnitId)
+                        queue.front().stillWantedChecked = true;
+                }
+                if (reply && reply->action == "abandon") {
+                    settle(p, WorkUnitState::Abandoned,
+                           reply->reason.empty() ? "the coordinator abandoned it" : reply->reason,
+                           nullptr);
+                    continue;
+                }
+            }
             transition(p.workUnitId, WorkUnitState::Uploading);
             {
                 std::lock_guard lock(mu);
@@ -1489,6 +1521,10 @@ struct Engine::Impl {
             log(EventLevel::Info, "work unit " + id + " accepted into round " +
                                       std::to_string(rec.roundApplied) + " (weight " +
                                       std::to_string(static_cast<int64_t>(rec.weight)) + ")");
+        } else if (state == WorkUnitState::Abandoned) {
+            transition(p.workUnitId, WorkUnitState::Abandoned, detail);
+            log(EventLevel::Warning,
+                "work unit " + id + ": result not sent, the coordinator abandoned it: " + detail);
         } else {
             transition(p.workUnitId, WorkUnitState::Rejected, detail);
             log(EventLevel::Error, "work unit " + id + " was refused: " + detail);

@@ -133,7 +133,7 @@ struct UploadInFlight {
 struct LastUpload {
     std::string id;
     int64_t atMs = 0;
-    WorkUnitState state = WorkUnitState::Accepted;  // Accepted or Rejected
+    WorkUnitState state = WorkUnitState::Accepted;  // Accepted, Rejected or Abandoned
     std::string detail;                             // why, when refused
     int64_t round = 0;
     double credit = 0;

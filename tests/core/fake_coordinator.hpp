@@ -53,6 +53,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
     int64_t noWorkRetryAfterMs = 60000;
     bool blockUploads = false;  // uploads wait until cleared
     bool abandonOnProgress = false;
+    bool abandonFinishedUnits = false;  // "abandon" to the heartbeat sent before an upload
     bool badReceiptKey = false;
     std::set<int64_t> nanUnits;                     // work units served NaN weights
     std::function<void(int64_t)> onUploadAccepted;  // called after accepting, before answering
@@ -154,12 +155,17 @@ class FakeCoordinator final : public core::CoordinatorApi {
                                m_text.begin() + m.dataOffset + m.dataLength);
         return write(dest, d, p);
     }
-    core::ApiResult<net::ProgressReply> reportProgress(int64_t,
-                                                       const net::ProgressReport&) override {
+    core::ApiResult<net::ProgressReply> reportProgress(int64_t id,
+                                                       const net::ProgressReport& report) override {
         std::lock_guard lock(mu);
         ++progressReports;
         net::ProgressReply r;
-        if (abandonOnProgress) {
+        if (accepted.count(id)) {  // as the real coordinator answers
+            r.action = "abandon";
+            r.reason = "the result of this work unit was already accepted";
+            return r;
+        }
+        if (abandonOnProgress || (abandonFinishedUnits && report.step == m_innerSteps)) {
             r.action = "abandon";
             r.reason = "no heartbeat for 181 s; its data was reassigned";
         }

@@ -563,7 +563,18 @@ class TestEngine : public QObject {
     void overlapTrainsWhileUploading() {
         FakeCoordinator api;
         api.blockUploads = true;
+        struct Unblock {  // also when a check fails, so the engine can stop
+            FakeCoordinator& api;
+            ~Unblock() {
+                {
+                    std::lock_guard lock(api.mu);
+                    api.blockUploads = false;
+                }
+                api.cv.notify_all();
+            }
+        };
         Harness h(api);
+        Unblock unblock{api};
         h.cfg.maxWorkUnits = 3;
         QVERIFY(h.make().ok());
         h.engine->start();
@@ -573,9 +584,12 @@ class TestEngine : public QObject {
             return u && u->state == WorkUnitState::Trained;
         }));
         QVERIFY(h.waitState(EngineState::Uploading));
+        // The upload thread may still be on its way into unit 1's (blocked) upload.
+        QVERIFY(eventually([&] { return h.snap().upload.has_value(); }));
         auto s = h.snap();
         QCOMPARE(s.pendingUploads, 2);
-        QVERIFY(s.upload && s.upload->id == "1");
+        QVERIFY2(s.upload && s.upload->id == "1",
+                 formatSnapshot(s, 0, FixedOffsetTimeZone(0)).c_str());
         QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Uploading);
         QVERIFY(!unit(*h.engine, "3"));
         {
@@ -663,6 +677,21 @@ class TestEngine : public QObject {
         QCOMPARE(api.uploadAttempts, 0);
         h.engine->quit();
         h.engine->wait();
+    }
+
+    // A result the coordinator abandoned while it waited is not uploaded.
+    void abandonedResultIsNotSent() {
+        FakeCoordinator api;
+        api.abandonFinishedUnits = true;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 1;
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Abandoned);
+        QCOMPARE(api.uploadAttempts, 0);
+        QVERIFY(fs::is_empty(h.dataDir / "results"));
+        QVERIFY(h.snap().lastUpload && h.snap().lastUpload->state == WorkUnitState::Abandoned);
     }
 
     // A refused upload (not transient) is settled as Rejected; a transient one is retried.

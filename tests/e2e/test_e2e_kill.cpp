@@ -128,7 +128,14 @@ class TestE2eKill : public QObject {
         std::set<std::string> coordinatorResults;
         for (const auto& row : coord.query("SELECT work_unit_id FROM results"))
             QVERIFY2(coordinatorResults.insert(row.at(0)).second, "a result counted twice");
-        QCOMPARE(coordinatorResults, ledgerAccepted);
+        std::string diff;
+        for (const auto& id : coordinatorResults)
+            if (!ledgerAccepted.count(id))
+                diff += " coordinator-only " + id;
+        for (const auto& id : ledgerAccepted)
+            if (!coordinatorResults.count(id))
+                diff += " ledger-only " + id;
+        QVERIFY2(diff.empty(), diff.c_str());
         auto sum = coord.query("SELECT COALESCE(SUM(contributors), 0) FROM rounds");
         QCOMPARE(std::stoll(sum.at(0).at(0)), static_cast<long long>(coordinatorResults.size()));
         QVERIFY(ledgerAccepted.size() >= 2);
