@@ -238,6 +238,8 @@ class TestInstaller : public QObject {
                 const QStringList parts = line.trimmed().split(' ', Qt::SkipEmptyParts);
                 if (parts.size() >= 3 && parts[1] == "=>")
                     resolved[parts[0]] = parts[2];
+                else if (!parts.isEmpty() && parts[0].startsWith('/'))  // the dynamic loader
+                    resolved[QFileInfo(parts[0]).fileName()] = parts[0];
             }
             auto m = neededRe.globalMatch(dynamic);
             while (m.hasNext()) {
