@@ -1,5 +1,6 @@
 #include "server.hpp"
 
+#include "file_io.hpp"
 #include "tls.hpp"
 
 #include <httplib.h>
@@ -221,16 +222,10 @@ Expected<TlsFiles> ensureTlsIdentity(const fs::path& stateDir, const ServerConfi
             out.generated = true;
         }
     }
-    FILE* f = std::fopen(out.cert.c_str(), "rb");
-    if (!f)
-        return makeError("cannot read the certificate " + out.cert.string());
-    std::string pem;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-        pem.append(buf, n);
-    std::fclose(f);
-    auto pin = net::publicKeyPin(pem);
+    auto pem = readFile(out.cert);
+    if (!pem)
+        return makeError("cannot read the certificate: " + pem.error().message);
+    auto pin = net::publicKeyPin(std::string(pem->begin(), pem->end()));
     if (!pin)
         return makeError(out.cert.string() + ": " + pin.error().message);
     out.pin = *pin;

@@ -7,7 +7,6 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
-#include <cerrno>
 #include <cstring>
 
 namespace tandem::net {
@@ -211,16 +210,10 @@ Expected<SigningKey> SigningKey::fromPem(std::string_view pem) {
 }
 
 Expected<SigningKey> SigningKey::load(const std::filesystem::path& path) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f)
-        return makeError("cannot open " + path.string() + ": " + std::strerror(errno));
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-        text.append(buf, n);
-    std::fclose(f);
-    auto key = fromPem(text);
+    auto bytes = readFile(path);
+    if (!bytes)
+        return bytes.error();
+    auto key = fromPem(std::string(bytes->begin(), bytes->end()));
     if (!key)
         return makeError(path.string() + ": " + key.error().message);
     return key;
