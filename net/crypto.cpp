@@ -138,28 +138,31 @@ std::vector<uint8_t> randomBytes(size_t count) {
     return out;
 }
 
-Expected<PublicKey> publicKeyFromBase64(std::string_view text) {
+namespace {
+
+// base64 of exactly N bytes; label starts a base64 error, what names the value in a size error.
+template <size_t N>
+Expected<std::array<uint8_t, N>> fixedFromBase64(std::string_view text, const char* label,
+                                                 const char* what) {
     auto bytes = fromBase64(text);
     if (!bytes)
-        return makeError("public key: " + bytes.error().message);
-    if (bytes->size() != kEd25519PublicKeyBytes)
-        return makeError("an Ed25519 public key is 32 bytes, found " +
+        return makeError(std::string(label) + ": " + bytes.error().message);
+    if (bytes->size() != N)
+        return makeError(std::string(what) + " is " + std::to_string(N) + " bytes, found " +
                          std::to_string(bytes->size()));
-    PublicKey key{};
-    std::memcpy(key.data(), bytes->data(), key.size());
-    return key;
+    std::array<uint8_t, N> out{};
+    std::memcpy(out.data(), bytes->data(), N);
+    return out;
+}
+
+}  // namespace
+
+Expected<PublicKey> publicKeyFromBase64(std::string_view text) {
+    return fixedFromBase64<kEd25519PublicKeyBytes>(text, "public key", "an Ed25519 public key");
 }
 
 Expected<Signature> signatureFromBase64(std::string_view text) {
-    auto bytes = fromBase64(text);
-    if (!bytes)
-        return makeError("signature: " + bytes.error().message);
-    if (bytes->size() != kEd25519SignatureBytes)
-        return makeError("an Ed25519 signature is 64 bytes, found " +
-                         std::to_string(bytes->size()));
-    Signature sig{};
-    std::memcpy(sig.data(), bytes->data(), sig.size());
-    return sig;
+    return fixedFromBase64<kEd25519SignatureBytes>(text, "signature", "an Ed25519 signature");
 }
 
 SigningKey::SigningKey(void* pkey) : m_pkey(pkey) {}
