@@ -48,6 +48,18 @@ Refusal internalError(const std::string& what) {
     return refuse(500, "internal", "the coordinator failed: " + what);
 }
 
+// Steps q, a query for one work unit whose first column is its client: a client may only act on
+// its own work units (404 when there is none, 403 when it is another client's).
+std::optional<Refusal> stepOwnWorkUnit(Statement& q, int64_t workUnitId, int64_t clientId) {
+    if (!q.step())
+        return refuse(404, "unknown_work_unit",
+                      "work unit " + std::to_string(workUnitId) + " does not exist");
+    if (q.integer(0) != clientId)
+        return refuse(403, "not_your_work_unit",
+                      "work unit " + std::to_string(workUnitId) + " belongs to another client");
+    return std::nullopt;
+}
+
 net::Sha256Digest toDigest(const std::vector<uint8_t>& v) {
     net::Sha256Digest d{};
     if (v.size() == d.size())
@@ -809,12 +821,8 @@ Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t work
     if (!q)
         return internalError(q.error().message);
     q->bind(1, workUnitId);
-    if (!q->step())
-        return refuse(404, "unknown_work_unit",
-                      "work unit " + std::to_string(workUnitId) + " does not exist");
-    if (q->integer(0) != clientId)
-        return refuse(403, "not_your_work_unit",
-                      "work unit " + std::to_string(workUnitId) + " belongs to another client");
+    if (auto r = stepOwnWorkUnit(*q, workUnitId, clientId))
+        return *r;
     const std::string state = q->text(1);
     const int64_t base = q->integer(2);
     const std::string reason = q->text(3);
@@ -938,12 +946,8 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
         if (!q)
             return internalError(q.error().message);
         q->bind(1, workUnitId);
-        if (!q->step())
-            return refuse(404, "unknown_work_unit",
-                          "work unit " + std::to_string(workUnitId) + " does not exist");
-        if (q->integer(0) != clientId)
-            return refuse(403, "not_your_work_unit",
-                          "work unit " + std::to_string(workUnitId) + " belongs to another client");
+        if (auto r = stepOwnWorkUnit(*q, workUnitId, clientId))
+            return *r;
         if (contentLength < 0)
             return refuse(
                 411, "length_required",
