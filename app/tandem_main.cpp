@@ -27,6 +27,8 @@
 #include <QStandardPaths>
 #include <QTimer>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -35,6 +37,8 @@ using namespace tandem;
 namespace fs = std::filesystem;
 
 namespace {
+
+std::atomic<int> g_signal{0};
 
 fs::path defaultDataDir() {
     QString base = qEnvironmentVariable("XDG_DATA_HOME");
@@ -307,6 +311,22 @@ int main(int argc, char** argv) {
         host.stop();  // checkpoint and join
         QApplication::quit();
     });
+
+    // SIGINT/SIGTERM (a session ending, scripts/demo stopping): quit like the menu's Quit, with a
+    // checkpoint. The handler only sets a flag; a timer on the GUI thread acts on it.
+    struct sigaction action {};
+    action.sa_handler = [](int sig) { g_signal = sig; };
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    QTimer signalTimer;
+    QObject::connect(&signalTimer, &QTimer::timeout, &bridge, [&] {
+        if (g_signal.load() != 0) {
+            signalTimer.stop();
+            bridge.requestQuit();
+        }
+    });
+    signalTimer.start(200);
 
     if (!parser.isSet(backgroundOpt) || !tray.available())
         window.bringToFront();

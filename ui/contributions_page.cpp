@@ -180,6 +180,9 @@ void ContributionsPage::refresh() {
     m_set->append(values);
     m_axisX->setCategories(categories);
     m_axisY->setRange(0, maxValue > 0 ? maxValue * 1.1 : 1);
+    m_axisY->applyNiceNumbers();
+    m_axisY->setLabelFormat(metric == Metric::Tokens ? QStringLiteral("%.0f")
+                                                     : QStringLiteral("%.2f"));
     m_axisY->setTitleText(m_metric->currentText());
 
     m_table->setRowCount(static_cast<int>(units->size()));
@@ -204,7 +207,7 @@ void ContributionsPage::refresh() {
         if (w.receipt)
             set(6, tr("round %1, weight %2, credit %3, %4")
                        .arg(w.receipt->roundApplied)
-                       .arg(loc.toString(w.receipt->weight, 'g', 4),
+                       .arg(loc.toString(w.receipt->weight, 'f', 0),
                             loc.toString(w.receipt->credit, 'f', 1),
                             formatDateTime(w.receipt->receivedAtMs, zone())));
         else

@@ -79,7 +79,7 @@ NetworkPage::NetworkPage(const UiContext& context, QWidget* parent) : Page(conte
     m_chart->addSeries(m_series);
     m_axisX = new QBarCategoryAxis();
     m_axisY = new QValueAxis();
-    m_axisY->setLabelFormat(QStringLiteral("%.3g"));
+    m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     m_chart->addAxis(m_axisX, Qt::AlignBottom);
     m_chart->addAxis(m_axisY, Qt::AlignLeft);
     m_series->attachAxis(m_axisX);
@@ -194,6 +194,7 @@ void NetworkPage::refresh() {
     m_down->append(down);
     m_axisX->setCategories(categories);
     m_axisY->setRange(0, top > 0 ? top * 1.1 : 1);
+    m_axisY->applyNiceNumbers();
 
     m_table->setRowCount(static_cast<int>(recent->size()));
     int row = 0;

@@ -156,6 +156,7 @@ void PerformancePage::refresh() {
     m_axisX->setRange(fromDt, toDt);
     m_axisX->setFormat(QString::fromLatin1(r.format));
     m_axisY->setRange(0, peak > 0 ? peak * 1.15 : 1);
+    m_axisY->applyNiceNumbers();
     const QLocale loc;
     if (points->empty())
         m_summary->setText(tr("No training in this period; a longer range shows earlier work."));

@@ -148,6 +148,7 @@ void RunPage::showRun(const RunInfo& info) {
     m_axisX->setTickCount(std::min<int>(11, std::max<int>(2, static_cast<int>(loss.size()))));
     const double pad = std::max(0.05, (hi - lo) * 0.1);
     m_axisY->setRange(std::max(0.0, lo - pad), hi + pad);
+    m_axisY->applyNiceNumbers();
     if (marked.isEmpty())
         m_status->setText(tr("None of these rounds has a result from this computer yet."));
     else

@@ -178,6 +178,8 @@ QString formatBytes(int64_t bytes) {
 }
 
 QString formatDuration(int64_t ms) {
+    if (ms < 1000)
+        return tr("under 1 s");
     const int64_t s = (ms + 500) / 1000;
     if (s < 60)
         return tr("%1 s").arg(s);
