@@ -857,10 +857,10 @@ Expected<std::vector<WorkUnitRow>> Ledger::workUnits(int limit, int offset) {
             receipt.receivedAtMs = q->integer(21);
             r.receipt = std::move(receipt);
         }
-        if (Status s = q->status(); !s)
-            return s.error();
         out.push_back(std::move(r));
     }
+    if (Status s = q->status(); !s)
+        return s.error();
     return out;
 }
 
