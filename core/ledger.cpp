@@ -509,6 +509,17 @@ Transfer readTransfer(const Q& q) {
     return x;
 }
 
+// Every row of q, in order, as read(q); an error if a step failed.
+template <class Read>
+auto readRows(storage::Statement& q, Read read) -> Expected<std::vector<decltype(read(q))>> {
+    std::vector<decltype(read(q))> out;
+    while (q.step())
+        out.push_back(read(q));
+    if (Status s = q.status(); !s)
+        return s.error();
+    return out;
+}
+
 Status checkDayRange(LocalDate first, LocalDate last) {
     const int64_t days = last.daysSinceEpoch() - first.daysSinceEpoch() + 1;
     if (days < 1) {
@@ -549,14 +560,11 @@ Expected<std::vector<WorkUnitTransition>> Ledger::transitions(const std::string&
     if (!q)
         return q.error();
     q->bind(1, id);
-    std::vector<WorkUnitTransition> out;
-    while (q->step()) {
-        out.push_back({workUnitStateFromString(q->text(0)).value_or(WorkUnitState::Failed),
-                       q->integer(1), q->text(2)});
-    }
-    if (Status s = q->status(); !s)
-        return s.error();
-    return out;
+    return readRows(*q, [](const storage::Statement& r) {
+        return WorkUnitTransition{
+            workUnitStateFromString(r.text(0)).value_or(WorkUnitState::Failed), r.integer(1),
+            r.text(2)};
+    });
 }
 
 Expected<std::optional<Receipt>> Ledger::receipt(const std::string& workUnitId) {
@@ -592,13 +600,7 @@ Expected<std::vector<WorkUnitRecord>> Ledger::pendingWorkUnits() {
     auto q = prepare(sql.c_str(), "reading pending work units");
     if (!q)
         return q.error();
-    std::vector<WorkUnitRecord> out;
-    while (q->step()) {
-        out.push_back(readWorkUnit(*q));
-    }
-    if (Status s = q->status(); !s)
-        return s.error();
-    return out;
+    return readRows(*q, [](const storage::Statement& r) { return readWorkUnit(r); });
 }
 
 Expected<Totals> Ledger::totals() {
@@ -732,9 +734,8 @@ Expected<std::vector<ThroughputPoint>> Ledger::throughput(int64_t fromMs, int64_
         return makeError("ledger: throughput bucket length is negative");
     std::lock_guard lock(m_mutex);
     const char* op = "reading throughput";
-    std::vector<ThroughputPoint> out;
     if (toMs <= fromMs)
-        return out;
+        return std::vector<ThroughputPoint>();
     if (bucketMs == 0) {
         auto q = prepare(
             "SELECT at_ms, tokens_per_second, utilisation, temperature_c FROM device_samples "
@@ -743,12 +744,10 @@ Expected<std::vector<ThroughputPoint>> Ledger::throughput(int64_t fromMs, int64_
         if (!q)
             return q.error();
         q->bind(1, fromMs).bind(2, toMs).bind(3, device);
-        while (q->step()) {
-            out.push_back({q->integer(0), 1, q->real(1), q->optionalReal(2), q->optionalReal(3)});
-        }
-        if (Status s = q->status(); !s)
-            return s.error();
-        return out;
+        return readRows(*q, [](const storage::Statement& r) {
+            return ThroughputPoint{r.integer(0), 1, r.real(1), r.optionalReal(2),
+                                   r.optionalReal(3)};
+        });
     }
     auto q = prepare(
         "SELECT (at_ms - ?1) / ?4 AS bucket, count(*), avg(tokens_per_second), avg(utilisation), "
@@ -759,13 +758,10 @@ Expected<std::vector<ThroughputPoint>> Ledger::throughput(int64_t fromMs, int64_
     if (!q)
         return q.error();
     q->bind(1, fromMs).bind(2, toMs).bind(3, device).bind(4, bucketMs);
-    while (q->step()) {
-        out.push_back({fromMs + q->integer(0) * bucketMs, q->integer(1), q->real(2),
-                       q->optionalReal(3), q->optionalReal(4)});
-    }
-    if (Status s = q->status(); !s)
-        return s.error();
-    return out;
+    return readRows(*q, [&](const storage::Statement& r) {
+        return ThroughputPoint{fromMs + r.integer(0) * bucketMs, r.integer(1), r.real(2),
+                               r.optionalReal(3), r.optionalReal(4)};
+    });
 }
 
 Expected<std::vector<DayTransfers>> Ledger::transfersPerDay(LocalDate first, LocalDate last,
@@ -799,13 +795,7 @@ Expected<std::vector<Transfer>> Ledger::recentTransfers(int limit) {
     if (!q)
         return q.error();
     q->bind(1, limit);
-    std::vector<Transfer> out;
-    while (q->step()) {
-        out.push_back(readTransfer(*q));
-    }
-    if (Status s = q->status(); !s)
-        return s.error();
-    return out;
+    return readRows(*q, [](const storage::Statement& r) { return readTransfer(r); });
 }
 
 Expected<std::vector<Event>> Ledger::events(const EventFilter& f) {
@@ -820,14 +810,10 @@ Expected<std::vector<Event>> Ledger::events(const EventFilter& f) {
     q->bind(1, static_cast<int>(f.minLevel)).bind(2, f.text);
     q->bind(3, f.fromMs.value_or(INT64_MIN)).bind(4, f.toMs.value_or(INT64_MAX));
     q->bind(5, f.limit);
-    std::vector<Event> out;
-    while (q->step()) {
-        const int64_t level = std::clamp<int64_t>(q->integer(2), 0, 3);
-        out.push_back({q->integer(0), q->integer(1), static_cast<EventLevel>(level), q->text(3)});
-    }
-    if (Status s = q->status(); !s)
-        return s.error();
-    return out;
+    return readRows(*q, [](const storage::Statement& r) {
+        const int64_t level = std::clamp<int64_t>(r.integer(2), 0, 3);
+        return Event{r.integer(0), r.integer(1), static_cast<EventLevel>(level), r.text(3)};
+    });
 }
 
 Expected<std::vector<WorkUnitRow>> Ledger::workUnits(int limit, int offset) {
@@ -844,24 +830,20 @@ Expected<std::vector<WorkUnitRow>> Ledger::workUnits(int limit, int offset) {
     if (!q)
         return q.error();
     q->bind(1, limit).bind(2, offset);
-    std::vector<WorkUnitRow> out;
-    while (q->step()) {
+    return readRows(*q, [](const storage::Statement& row) {
         WorkUnitRow r;
-        r.unit = readWorkUnit(*q);
-        if (!q->isNull(17)) {
+        r.unit = readWorkUnit(row);
+        if (!row.isNull(17)) {
             Receipt receipt;
-            receipt.workUnitId = q->text(17);
-            receipt.roundApplied = q->integer(18);
-            receipt.weight = q->real(19);
-            receipt.credit = q->real(20);
-            receipt.receivedAtMs = q->integer(21);
+            receipt.workUnitId = row.text(17);
+            receipt.roundApplied = row.integer(18);
+            receipt.weight = row.real(19);
+            receipt.credit = row.real(20);
+            receipt.receivedAtMs = row.integer(21);
             r.receipt = std::move(receipt);
         }
-        out.push_back(std::move(r));
-    }
-    if (Status s = q->status(); !s)
-        return s.error();
-    return out;
+        return r;
+    });
 }
 
 Expected<BytesUsed> Ledger::bytesUsed(int64_t fromMs, int64_t toMs) {
