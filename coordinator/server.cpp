@@ -443,31 +443,25 @@ void Server::Impl::routes() {
         sendJson(res, 200, out.value());
     });
 
-    s.Get(R"(/v1/runs/(\d+)/weights/(\d+))",
-          [this](const httplib::Request& req, httplib::Response& res) {
-              if (!auth(req, res))
-                  return;
-              auto run = pathNumber(req, 1), version = pathNumber(req, 2);
-              if (!run || !version)
-                  return sendRefusal(res, {404, "not_found", "no such file"});
-              auto f = coord.weightsFile(*run, *version);
-              if (!f.ok())
-                  return sendRefusal(res, f.refusal());
-              serveFile(req, res, f.value());
-          });
-
+    // /v1/runs/<run>/<kind>/<n>: the file lookup(run, n) names.
+    auto serveRunFile = [this](auto lookup) {
+        return [this, lookup](const httplib::Request& req, httplib::Response& res) {
+            if (!auth(req, res))
+                return;
+            auto run = pathNumber(req, 1), n = pathNumber(req, 2);
+            if (!run || !n)
+                return sendRefusal(res, {404, "not_found", "no such file"});
+            auto f = lookup(*run, *n);
+            if (!f.ok())
+                return sendRefusal(res, f.refusal());
+            serveFile(req, res, f.value());
+        };
+    };
+    s.Get(R"(/v1/runs/(\d+)/weights/(\d+))", serveRunFile([this](int64_t run, int64_t version) {
+              return coord.weightsFile(run, version);
+          }));
     s.Get(R"(/v1/runs/(\d+)/data/(\d+))",
-          [this](const httplib::Request& req, httplib::Response& res) {
-              if (!auth(req, res))
-                  return;
-              auto run = pathNumber(req, 1), shard = pathNumber(req, 2);
-              if (!run || !shard)
-                  return sendRefusal(res, {404, "not_found", "no such file"});
-              auto f = coord.dataShard(*run, *shard);
-              if (!f.ok())
-                  return sendRefusal(res, f.refusal());
-              serveFile(req, res, f.value());
-          });
+          serveRunFile([this](int64_t run, int64_t shard) { return coord.dataShard(run, shard); }));
 
     s.Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, coord.status().toJson());
