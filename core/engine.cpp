@@ -214,7 +214,7 @@ struct Engine::Impl {
     int64_t notBeforeMs = 0;
     EngineState notBeforeState = EngineState::Backoff;
     std::string notBeforeReason;
-    bool heldByTemperature = false;
+    std::atomic<bool> heldByTemperature{false};  // written by the engine thread, read by both
     int64_t lastRulesCheckMs = INT64_MIN;
     double measuredTokensPerSecond = 0;
     int trainedThisSession = 0;

@@ -9,6 +9,7 @@
 #include "model.hpp"
 #include "result_format.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -59,10 +60,10 @@ class FakeCoordinator final : public core::CoordinatorApi {
     std::function<void(int64_t)> onUploadAccepted;  // called after accepting, before answering
 
     // --- observations ---
-    int registrations = 0;
-    int workRequests = 0;
-    int progressReports = 0;
-    int uploadAttempts = 0;
+    std::atomic<int> registrations{0};  // atomic: tests read them while the engine runs
+    std::atomic<int> workRequests{0};
+    std::atomic<int> progressReports{0};
+    std::atomic<int> uploadAttempts{0};
     std::map<int64_t, std::vector<uint8_t>> accepted;  // work unit -> result body
     std::map<int64_t, int> acceptCount;                // how often counted (must stay 1)
     std::vector<net::WorkRequest> requests;

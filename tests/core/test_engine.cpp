@@ -182,7 +182,7 @@ class TestEngine : public QObject {
         h.engine->start();
         QVERIFY(h.waitState(EngineState::Stopped));
         h.engine->wait();
-        QCOMPARE(api.registrations, 1);
+        QCOMPARE(api.registrations.load(), 1);
         QCOMPARE(api.acceptCount.size(), size_t{2});
         for (const auto& [id, count] : api.acceptCount)
             QCOMPARE(count, 1);
@@ -298,7 +298,7 @@ class TestEngine : public QObject {
         QCOMPARE(s.snoozedUntilMs, std::optional<int64_t>(kStart + 3600000));
         QVERIFY2(s.stateText.rfind("Snoozed until ", 0) == 0, s.stateText.c_str());
         QCOMPARE(s.nextActionAtMs, std::optional<int64_t>(kStart + 3600000));
-        QCOMPARE(api.workRequests, 0);
+        QCOMPARE(api.workRequests.load(), 0);
         h.clock.advanceMs(3599000);
         h.engine->wake();
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -318,7 +318,7 @@ class TestEngine : public QObject {
         QVERIFY(h.snap().finishThenPause);
         h.engine->start();
         QVERIFY(h.waitState(EngineState::Paused));
-        QCOMPARE(api.workRequests, 0);
+        QCOMPARE(api.workRequests.load(), 0);
     }
 
     void finishThenPause() {
@@ -338,7 +338,7 @@ class TestEngine : public QObject {
         // The unit in hand was finished (and uploads go on); no second unit was fetched.
         QVERIFY(eventually([&] { return h.snap().totals.workUnitsAccepted == 1; }));
         QVERIFY(flagShown);
-        QCOMPARE(api.workRequests, 1);
+        QCOMPARE(api.workRequests.load(), 1);
         QCOMPARE(unit(*h.engine, "1")->steps, int64_t{6});
         QVERIFY(!h.snap().finishThenPause);
         QVERIFY(!h.snap().current);
@@ -357,7 +357,7 @@ class TestEngine : public QObject {
         QVERIFY(h.waitState(EngineState::Waiting));
         QCOMPARE(h.snap().reason, std::string("Waiting: on battery"));
         QCOMPARE(h.snap().stateText, std::string("Waiting: on battery"));
-        QCOMPARE(api.registrations, 0);
+        QCOMPARE(api.registrations.load(), 0);
         h.probe.setPower(PowerSource::Mains);
         h.engine->wake();
         QVERIFY(h.waitState(EngineState::Stopped));
@@ -409,7 +409,7 @@ class TestEngine : public QObject {
         QVERIFY(h.waitState(EngineState::Waiting));
         QVERIFY2(h.snap().reason.find("daily download cap") != std::string::npos,
                  h.snap().reason.c_str());
-        QCOMPARE(api.workRequests, 1);  // fetched, then held before downloading
+        QCOMPARE(api.workRequests.load(), 1);  // fetched, then held before downloading
         QVERIFY(h.snap().nextActionAtMs.has_value());
         // The next local day the cap resets.
         h.clock.setMs(*h.snap().nextActionAtMs + 1);
@@ -441,14 +441,14 @@ class TestEngine : public QObject {
             QCOMPARE(*s.nextActionAtMs - h.clock.nowMs(), expected);
             QVERIFY(s.reason.find(expected == 7000 ? "busy" : "connection refused") !=
                     std::string::npos);
-            const int before = api.workRequests;
+            const int before = api.workRequests.load();
             h.clock.advanceMs(expected - 1);
             h.engine->wake();
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            QCOMPARE(api.workRequests, before);  // not a moment early
+            QCOMPARE(api.workRequests.load(), before);  // not a moment early
             h.clock.advanceMs(1);
             h.engine->wake();
-            QVERIFY(eventually([&] { return api.workRequests == before + 1; }));
+            QVERIFY(eventually([&] { return api.workRequests.load() == before + 1; }));
         }
         QVERIFY(h.waitState(EngineState::Stopped));
     }
@@ -468,10 +468,10 @@ class TestEngine : public QObject {
         QVERIFY(h.waitState(EngineState::Paused));
         h.engine->resume();
         QVERIFY(h.waitState(EngineState::Idle));
-        QCOMPARE(api.workRequests, 1);
+        QCOMPARE(api.workRequests.load(), 1);
         h.clock.advanceMs(30000);
         h.engine->wake();
-        QVERIFY(eventually([&] { return api.workRequests == 2; }));
+        QVERIFY(eventually([&] { return api.workRequests.load() == 2; }));
     }
 
     // Destroy the engine mid-unit like a crash (no checkpoint on the way out), start a new one on
@@ -509,7 +509,7 @@ class TestEngine : public QObject {
             QVERIFY(h.waitState(EngineState::Stopped));
             QCOMPARE(firstStepSeen, 4);  // resumed after step 3
             QVERIFY(h.recorder.logged("resuming at step 3"));
-            QCOMPARE(api.registrations, 1);  // the registration survived
+            QCOMPARE(api.registrations.load(), 1);  // the registration survived
             auto u = unit(*h.engine, "1");
             QCOMPARE(u->state, WorkUnitState::Accepted);
             QCOMPARE(u->steps, int64_t{10});
@@ -551,7 +551,7 @@ class TestEngine : public QObject {
             QVERIFY(
                 eventually([&] { return unit(*h.engine, "1")->state == WorkUnitState::Accepted; }));
             QCOMPARE(api.acceptCount[1], 1);
-            QVERIFY(api.uploadAttempts >= 2);
+            QVERIFY(api.uploadAttempts.load() >= 2);
             QVERIFY(eventually([&] { return !fs::exists(data / "results" / "1.result"); }));
             h.engine->quit();
             h.engine->wait();
@@ -674,7 +674,7 @@ class TestEngine : public QObject {
         }));
         QVERIFY(h.waitState(EngineState::Idle));
         QVERIFY(!fs::exists(h.dataDir / "work" / "1"));
-        QCOMPARE(api.uploadAttempts, 0);
+        QCOMPARE(api.uploadAttempts.load(), 0);
         h.engine->quit();
         h.engine->wait();
     }
@@ -689,7 +689,7 @@ class TestEngine : public QObject {
         h.engine->start();
         QVERIFY(h.waitState(EngineState::Stopped));
         QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Abandoned);
-        QCOMPARE(api.uploadAttempts, 0);
+        QCOMPARE(api.uploadAttempts.load(), 0);
         QVERIFY(fs::is_empty(h.dataDir / "results"));
         QVERIFY(h.snap().lastUpload && h.snap().lastUpload->state == WorkUnitState::Abandoned);
     }
@@ -705,12 +705,13 @@ class TestEngine : public QObject {
         QVERIFY(h.make().ok());
         h.engine->start();
         QVERIFY(eventually([&] {
-            return api.uploadAttempts == 1 && unit(*h.engine, "1")->state == WorkUnitState::Trained;
+            return api.uploadAttempts.load() == 1 &&
+                   unit(*h.engine, "1")->state == WorkUnitState::Trained;
         }));
         h.clock.advanceMs(1000);
         h.engine->wake();
         QVERIFY(h.waitState(EngineState::Stopped));
-        QCOMPARE(api.uploadAttempts, 2);
+        QCOMPARE(api.uploadAttempts.load(), 2);
         QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
         auto transfers = h.engine->ledger().recentTransfers(100);
         int failed = 0;
