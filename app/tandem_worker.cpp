@@ -368,10 +368,18 @@ int main(int argc, char** argv) {
     deps.backends = [cpuThreads](const std::string& dev) {
         return makeBackendByName(dev, cpuThreads);
     };
-    deps.probe = [&probe, &idle] {
+    // The temperature rule reads the GPU in use through NVML (no CUDA context is made).
+    const int gpuIndex = resolved.rfind("cuda:", 0) == 0 ? std::atoi(resolved.c_str() + 5) : -1;
+    deps.probe = [&probe, &idle, gpuIndex] {
         RuleProbe p;
         p.power = probe.powerStatus().source;
         p.idleSeconds = idle.idleSeconds();
+        if (gpuIndex >= 0) {
+            for (const auto& gpu : detectGpus().devices) {
+                if (gpu.index == gpuIndex && gpu.temperatureC >= 0)
+                    p.temperatureC = gpu.temperatureC;
+            }
+        }
         return p;
     };
     deps.observer = &observer;
