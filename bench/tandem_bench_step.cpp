@@ -299,12 +299,13 @@ int main(int argc, char** argv) {
                     if (const std::string gpu = describeBackendDevice(backend); !gpu.empty())
                         std::printf("GPU (%s): %s\n", backend.c_str(), gpu.c_str());
                     const std::string label = r.configName + " (" + r.config.describe() + ")";
-                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %10.2f %8.0f tok/s",
-                                r.backend.c_str(), label.c_str(), r.batch, r.config.maxSeqLen,
-                                r.threads, r.medianMs, r.minMs, r.cpuMsMedian, r.tokensPerSecond);
+                    // The line ends in "tok/s" (scripts read it); MFU, when known, comes before.
+                    std::printf("%-14s %-36s %4d %5d %8d %11.2f %10.2f %10.2f ", r.backend.c_str(),
+                                label.c_str(), r.batch, r.config.maxSeqLen, r.threads, r.medianMs,
+                                r.minMs, r.cpuMsMedian);
                     if (r.mfu > 0)
-                        std::printf("  MFU %.1f%%", 100.0 * r.mfu);
-                    std::printf("\n");
+                        std::printf("MFU %5.1f%%  ", 100.0 * r.mfu);
+                    std::printf("%8.0f tok/s\n", r.tokensPerSecond);
                     std::fflush(stdout);
                     results.push_back(r);
                 }
