@@ -43,6 +43,7 @@ RunPage::RunPage(const UiContext& context, QWidget* parent) : Page(context, pare
     m_chart->setTitle(tr("Validation loss of the shared model, per round"));
     m_loss = new QLineSeries();
     m_loss->setName(tr("validation loss"));
+    m_loss->setPointsVisible(true);  // a run with one evaluated round still shows it
     m_mine = new QScatterSeries();
     m_mine->setName(tr("rounds with your contribution"));
     m_mine->setMarkerSize(10);
