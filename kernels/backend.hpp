@@ -16,8 +16,8 @@
 namespace tandem {
 
 struct MemoryEstimate {
-    int64_t parameterBytes = 0;  // weights and gradients
-    int64_t optimizerBytes = 0;  // AdamW moments
+    int64_t parameterBytes = 0;   // weights and gradients
+    int64_t optimizerBytes = 0;   // AdamW moments
     int64_t activationBytes = 0;  // activations, their gradients and scratch for B x T
     int64_t total() const { return parameterBytes + optimizerBytes + activationBytes; }
 };
@@ -35,7 +35,7 @@ struct OptimizerState {
 };
 
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
 
     virtual std::string name() const = 0;  // "cpu", "cpu-reference", "cuda:0"

@@ -21,14 +21,14 @@ Expected<std::vector<uint8_t>> loadTextCorpus(std::span<const std::filesystem::p
 // Draws B windows of T+1 consecutive bytes at random offsets; inputs are the first T bytes,
 // targets the last T. Deterministic in the seed; its state fits in a checkpoint.
 class BatchSampler {
-public:
+  public:
     BatchSampler(std::span<const uint8_t> tokens, uint64_t seed);
     // inputs (B,T), targets (B,T); requires tokens.size() > T.
     void next(int B, int T, std::span<int32_t> inputs, std::span<int32_t> targets);
     uint64_t state() const { return m_rng.state(); }
     void setState(uint64_t state) { m_rng.setState(state); }
 
-private:
+  private:
     std::span<const uint8_t> m_tokens;
     Rng m_rng;
 };

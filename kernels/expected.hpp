@@ -15,7 +15,7 @@ struct Error {
 
 template <class T>
 class [[nodiscard]] Expected {
-public:
+  public:
     Expected(T value) : m_state(std::in_place_index<0>, std::move(value)) {}
     Expected(Error error) : m_state(std::in_place_index<1>, std::move(error)) {}
 
@@ -32,13 +32,13 @@ public:
 
     const Error& error() const { return std::get<1>(m_state); }
 
-private:
+  private:
     std::variant<T, Error> m_state;
 };
 
 template <>
 class [[nodiscard]] Expected<void> {
-public:
+  public:
     Expected() = default;
     Expected(Error error) : m_error(std::move(error)) {}
 
@@ -46,12 +46,14 @@ public:
     explicit operator bool() const { return ok(); }
     const Error& error() const { return *m_error; }
 
-private:
+  private:
     std::optional<Error> m_error;
 };
 
 using Status = Expected<void>;
 
-inline Error makeError(std::string message) { return Error{std::move(message)}; }
+inline Error makeError(std::string message) {
+    return Error{std::move(message)};
+}
 
 }  // namespace tandem

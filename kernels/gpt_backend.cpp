@@ -21,7 +21,9 @@ GptBackend::GptBackend(std::string name, std::unique_ptr<Ops> ops,
                        std::function<int64_t()> availableBytes)
     : m_name(std::move(name)), m_ops(std::move(ops)), m_availableBytes(std::move(availableBytes)) {}
 
-GptBackend::~GptBackend() { releaseAll(); }
+GptBackend::~GptBackend() {
+    releaseAll();
+}
 
 GptBackend::ActivationPlan GptBackend::planActivations(const ModelConfig& config, int B, int T) {
     const int64_t BT = int64_t{B} * T, C = config.channels, NH = config.heads;
@@ -75,7 +77,8 @@ MemoryEstimate GptBackend::estimateMemory(const ModelConfig& config, int B, int 
 }
 
 Status GptBackend::canRun(const ModelConfig& config, int B, int T) const {
-    if (auto s = config.validate(); !s) return s;
+    if (auto s = config.validate(); !s)
+        return s;
     if (B < 1 || T < 1 || T > config.maxSeqLen) {
         return makeError("batch " + std::to_string(B) + " x sequence " + std::to_string(T) +
                          " does not fit the model (sequence length 1 to " +
@@ -91,11 +94,12 @@ Status GptBackend::canRun(const ModelConfig& config, int B, int T) const {
 }
 
 void GptBackend::releaseAll() {
-    for (void* p : {static_cast<void*>(m_params), static_cast<void*>(m_grads),
-                    static_cast<void*>(m_m), static_cast<void*>(m_v), static_cast<void*>(m_acts),
-                    static_cast<void*>(m_gradActs), static_cast<void*>(m_inputs),
-                    static_cast<void*>(m_targets)}) {
-        if (p) m_ops->release(p);
+    for (void* p :
+         {static_cast<void*>(m_params), static_cast<void*>(m_grads), static_cast<void*>(m_m),
+          static_cast<void*>(m_v), static_cast<void*>(m_acts), static_cast<void*>(m_gradActs),
+          static_cast<void*>(m_inputs), static_cast<void*>(m_targets)}) {
+        if (p)
+            m_ops->release(p);
     }
     m_params = m_grads = m_m = m_v = m_acts = m_gradActs = nullptr;
     m_inputs = m_targets = nullptr;
@@ -104,7 +108,8 @@ void GptBackend::releaseAll() {
 }
 
 Status GptBackend::allocate(const ModelConfig& config, int B, int T) {
-    if (auto s = canRun(config, B, T); !s) return s;
+    if (auto s = canRun(config, B, T); !s)
+        return s;
     releaseAll();
     const int64_t P = config.parameterCount();
     m_plan = planActivations(config, B, T);
@@ -137,7 +142,8 @@ Status GptBackend::allocate(const ModelConfig& config, int B, int T) {
 }
 
 Status GptBackend::requireAllocated(const char* what) const {
-    if (!m_layout) return makeError(m_name + ": " + what + " before allocate()");
+    if (!m_layout)
+        return makeError(m_name + ": " + what + " before allocate()");
     return {};
 }
 
@@ -150,33 +156,43 @@ static Status checkSize(const char* what, size_t found, int64_t expected) {
 }
 
 Status GptBackend::loadParameters(std::span<const float> parameters) {
-    if (auto s = requireAllocated("loadParameters"); !s) return s;
-    if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s) return s;
+    if (auto s = requireAllocated("loadParameters"); !s)
+        return s;
+    if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s)
+        return s;
     m_ops->copyIn(m_params, parameters.data(), parameters.size());
     m_haveForward = false;  // the activations belong to the old weights
     return m_ops->error();
 }
 
 Status GptBackend::storeParameters(std::span<float> parameters) const {
-    if (auto s = requireAllocated("storeParameters"); !s) return s;
-    if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s) return s;
+    if (auto s = requireAllocated("storeParameters"); !s)
+        return s;
+    if (auto s = checkSize("parameters", parameters.size(), m_layout->parameterCount()); !s)
+        return s;
     m_ops->copyOut(parameters.data(), m_params, parameters.size());
     return m_ops->error();
 }
 
 Status GptBackend::storeGradients(std::span<float> gradients) const {
-    if (auto s = requireAllocated("storeGradients"); !s) return s;
-    if (auto s = checkSize("gradients", gradients.size(), m_layout->parameterCount()); !s) return s;
+    if (auto s = requireAllocated("storeGradients"); !s)
+        return s;
+    if (auto s = checkSize("gradients", gradients.size(), m_layout->parameterCount()); !s)
+        return s;
     m_ops->copyOut(gradients.data(), m_grads, gradients.size());
     return m_ops->error();
 }
 
 Status GptBackend::loadOptimizerState(const OptimizerState& state) {
-    if (auto s = requireAllocated("loadOptimizerState"); !s) return s;
+    if (auto s = requireAllocated("loadOptimizerState"); !s)
+        return s;
     const int64_t P = m_layout->parameterCount();
-    if (auto s = checkSize("AdamW first moments", state.m.size(), P); !s) return s;
-    if (auto s = checkSize("AdamW second moments", state.v.size(), P); !s) return s;
-    if (state.step < 0) return makeError("AdamW step count is negative");
+    if (auto s = checkSize("AdamW first moments", state.m.size(), P); !s)
+        return s;
+    if (auto s = checkSize("AdamW second moments", state.v.size(), P); !s)
+        return s;
+    if (state.step < 0)
+        return makeError("AdamW step count is negative");
     m_ops->copyIn(m_m, state.m.data(), state.m.size());
     m_ops->copyIn(m_v, state.v.data(), state.v.size());
     m_step = state.step;
@@ -184,29 +200,34 @@ Status GptBackend::loadOptimizerState(const OptimizerState& state) {
 }
 
 Expected<OptimizerState> GptBackend::storeOptimizerState() const {
-    if (auto s = requireAllocated("storeOptimizerState"); !s) return s.error();
+    if (auto s = requireAllocated("storeOptimizerState"); !s)
+        return s.error();
     const int64_t P = m_layout->parameterCount();
     OptimizerState state;
     state.m.resize(P);
     state.v.resize(P);
     m_ops->copyOut(state.m.data(), m_m, P);
     m_ops->copyOut(state.v.data(), m_v, P);
-    if (auto s = m_ops->error(); !s) return s.error();
+    if (auto s = m_ops->error(); !s)
+        return s.error();
     state.step = m_step;
     return state;
 }
 
 Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
                                     std::span<const int32_t> targets, int b, int t) {
-    if (auto s = requireAllocated("forward"); !s) return s.error();
+    if (auto s = requireAllocated("forward"); !s)
+        return s.error();
     if (b < 1 || t < 1 || b > m_maxB || t > m_maxT) {
         return makeError("forward: batch " + std::to_string(b) + " x " + std::to_string(t) +
                          " exceeds the allocated " + std::to_string(m_maxB) + " x " +
                          std::to_string(m_maxT));
     }
     const int64_t n = int64_t{b} * t;
-    if (auto s = checkSize("inputs", inputs.size(), n); !s) return s.error();
-    if (auto s = checkSize("targets", targets.size(), n); !s) return s.error();
+    if (auto s = checkSize("inputs", inputs.size(), n); !s)
+        return s.error();
+    if (auto s = checkSize("targets", targets.size(), n); !s)
+        return s.error();
     const ModelConfig& cfg = m_layout->config();
     for (int64_t i = 0; i < n; ++i) {
         if (inputs[i] < 0 || inputs[i] >= cfg.vocabSize || targets[i] < 0 ||
@@ -254,9 +275,11 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
                                    m_targets, b, t, V);
 
     ops.copyOut(m_hostLosses.data(), a + m_plan.losses, n);
-    if (auto s = ops.error(); !s) return s.error();
+    if (auto s = ops.error(); !s)
+        return s.error();
     double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += m_hostLosses[i];
+    for (int64_t i = 0; i < n; ++i)
+        sum += m_hostLosses[i];
     m_b = b;
     m_t = t;
     m_haveForward = true;
@@ -264,8 +287,10 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
 }
 
 Status GptBackend::backward() {
-    if (auto s = requireAllocated("backward"); !s) return s;
-    if (!m_haveForward) return makeError("backward: no forward pass to differentiate");
+    if (auto s = requireAllocated("backward"); !s)
+        return s;
+    if (!m_haveForward)
+        return makeError("backward: no forward pass to differentiate");
     const ModelConfig& cfg = m_layout->config();
     const int b = m_b, t = m_t, C = cfg.channels, NH = cfg.heads, V = cfg.vocabSize;
     const int64_t n = int64_t{b} * t, btc = n * C;
@@ -320,37 +345,45 @@ Status GptBackend::backward() {
 }
 
 Expected<StepStats> GptBackend::adamwStep(const AdamWConfig& config, float lr) {
-    if (auto s = requireAllocated("adamwStep"); !s) return s.error();
+    if (auto s = requireAllocated("adamwStep"); !s)
+        return s.error();
     const double norm = std::sqrt(m_ops->sumSquares(m_grads, m_layout->parameterCount()));
-    if (auto s = m_ops->error(); !s) return s.error();
+    if (auto s = m_ops->error(); !s)
+        return s.error();
     if (!std::isfinite(norm)) {
         return makeError("the gradient is not finite (NaN or Inf); the update was not applied");
     }
-    const float scale =
-        config.clipNorm > 0 && norm > config.clipNorm ? static_cast<float>(config.clipNorm / norm) : 1.0f;
+    const float scale = config.clipNorm > 0 && norm > config.clipNorm
+                            ? static_cast<float>(config.clipNorm / norm)
+                            : 1.0f;
     ++m_step;
     for (const auto& t : m_layout->tensors()) {
-        m_ops->adamwUpdate(m_params + t.offset, m_grads + t.offset, m_m + t.offset,
-                           m_v + t.offset, t.size, lr, config.beta1, config.beta2, config.eps,
+        m_ops->adamwUpdate(m_params + t.offset, m_grads + t.offset, m_m + t.offset, m_v + t.offset,
+                           t.size, lr, config.beta1, config.beta2, config.eps,
                            t.decays ? config.weightDecay : 0.0f, scale, m_step);
     }
-    if (auto s = m_ops->error(); !s) return s.error();
+    if (auto s = m_ops->error(); !s)
+        return s.error();
     return StepStats{static_cast<float>(norm), lr};
 }
 
 Expected<EncodeStats> GptBackend::encodePseudoGradient(std::span<const float> start,
                                                        std::span<uint16_t> out) {
-    if (auto s = requireAllocated("encodePseudoGradient"); !s) return s.error();
+    if (auto s = requireAllocated("encodePseudoGradient"); !s)
+        return s.error();
     const int64_t P = m_layout->parameterCount();
-    if (auto s = checkSize("start parameters", start.size(), P); !s) return s.error();
-    if (auto s = checkSize("pseudo-gradient", out.size(), P); !s) return s.error();
+    if (auto s = checkSize("start parameters", start.size(), P); !s)
+        return s.error();
+    if (auto s = checkSize("pseudo-gradient", out.size(), P); !s)
+        return s.error();
     // The gradient buffer is free between steps: it holds the start weights on the device.
     m_ops->copyIn(m_grads, start.data(), P);
     m_haveForward = false;
     const EncodeStats stats = m_ops->encodeDeltaFp16(out.data(), m_grads, m_params, P);
     // Leave no start weights behind for storeGradients or adamwStep to take for gradients.
     m_ops->fillZero(m_grads, P);
-    if (auto s = m_ops->error(); !s) return s.error();
+    if (auto s = m_ops->error(); !s)
+        return s.error();
     if (stats.nonFinite > 0) {
         return makeError("the pseudo-gradient has " + std::to_string(stats.nonFinite) +
                          " values that are NaN or Inf; the result must not be sent");

@@ -5,14 +5,14 @@
 #include "backend.hpp"
 
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tandem {
 
 class GptBackend final : public Backend {
-public:
+  public:
     // availableBytes tells how much memory the op set can still allocate (RAM or GPU memory).
     GptBackend(std::string name, std::unique_ptr<Ops> ops, std::function<int64_t()> availableBytes);
     ~GptBackend() override;
@@ -51,7 +51,7 @@ public:
     };
     static ActivationPlan planActivations(const ModelConfig& config, int B, int T);
 
-private:
+  private:
     void releaseAll();
     Status requireAllocated(const char* what) const;
 

@@ -42,15 +42,19 @@ Expected<ModelConfig> ModelConfig::parse(std::string_view text) {
         size_t pos = 0;
         while (pos <= text.size()) {
             size_t comma = text.find(',', pos);
-            std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
+            std::string_view item =
+                text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
             size_t eq = item.find('=');
             if (eq == std::string_view::npos) {
-                return makeError("model config: expected tiny, small, medium or L=..,NH=..,C=..,T=.. but found '" +
-                                 std::string(text) + "'");
+                return makeError(
+                    "model config: expected tiny, small, medium or L=..,NH=..,C=..,T=.. but found "
+                    "'" +
+                    std::string(text) + "'");
             }
             std::string_view key = item.substr(0, eq);
             auto value = parseInt(item.substr(eq + 1), key);
-            if (!value) return value.error();
+            if (!value)
+                return value.error();
             static constexpr std::string_view keys[] = {"L", "NH", "C", "T", "V"};
             int* fields[] = {&c.layers, &c.heads, &c.channels, &c.maxSeqLen, &c.vocabSize};
             bool known = false;
@@ -64,14 +68,17 @@ Expected<ModelConfig> ModelConfig::parse(std::string_view text) {
                 return makeError("model config: unknown key '" + std::string(key) +
                                  "' (expected L, NH, C, T or V)");
             }
-            if (comma == std::string_view::npos) break;
+            if (comma == std::string_view::npos)
+                break;
             pos = comma + 1;
         }
         if (!seen[0] || !seen[1] || !seen[2] || !seen[3]) {
-            return makeError("model config: '" + std::string(text) + "' must give all of L, NH, C and T");
+            return makeError("model config: '" + std::string(text) +
+                             "' must give all of L, NH, C and T");
         }
     }
-    if (auto s = c.validate(); !s) return s.error();
+    if (auto s = c.validate(); !s)
+        return s.error();
     return c;
 }
 
@@ -83,10 +90,14 @@ Status ModelConfig::validate() const {
         }
         return {};
     };
-    if (auto s = range("layers (L)", layers, 1, kMaxLayers); !s) return s;
-    if (auto s = range("heads (NH)", heads, 1, kMaxChannels); !s) return s;
-    if (auto s = range("channels (C)", channels, 1, kMaxChannels); !s) return s;
-    if (auto s = range("sequence length (T)", maxSeqLen, 1, kMaxSeqLen); !s) return s;
+    if (auto s = range("layers (L)", layers, 1, kMaxLayers); !s)
+        return s;
+    if (auto s = range("heads (NH)", heads, 1, kMaxChannels); !s)
+        return s;
+    if (auto s = range("channels (C)", channels, 1, kMaxChannels); !s)
+        return s;
+    if (auto s = range("sequence length (T)", maxSeqLen, 1, kMaxSeqLen); !s)
+        return s;
     if (vocabSize != 256) {
         return makeError("model config: vocabulary size is " + std::to_string(vocabSize) +
                          ", expected 256 (byte-level)");
@@ -96,8 +107,9 @@ Status ModelConfig::validate() const {
                          ") must be divisible by heads (NH=" + std::to_string(heads) + ")");
     }
     if (parameterCount() > kMaxParameters) {
-        return makeError("model config: " + describe() + " has " + std::to_string(parameterCount()) +
-                         " parameters, more than the limit of " + std::to_string(kMaxParameters));
+        return makeError("model config: " + describe() + " has " +
+                         std::to_string(parameterCount()) + " parameters, more than the limit of " +
+                         std::to_string(kMaxParameters));
     }
     return {};
 }
@@ -111,8 +123,8 @@ std::string ModelConfig::describe() const {
 
 int64_t ModelConfig::parameterCount() const {
     const int64_t C = channels;
-    const int64_t perBlock = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) +
-                             (4 * C * C + C);
+    const int64_t perBlock =
+        2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) + (4 * C * C + C);
     return int64_t{vocabSize} * C + int64_t{maxSeqLen} * C + layers * perBlock + 2 * C;
 }
 
@@ -120,7 +132,8 @@ ParameterLayout::ParameterLayout(const ModelConfig& config) : m_config(config) {
     const int C = config.channels;
     auto add = [this](std::string name, std::vector<int> shape) {
         int64_t size = 1;
-        for (int d : shape) size *= d;
+        for (int d : shape)
+            size *= d;
         const bool decays = shape.size() >= 2;
         m_tensors.push_back({std::move(name), std::move(shape), m_count, size, decays});
         m_count += size;
@@ -154,7 +167,8 @@ ParameterLayout::ParameterLayout(const ModelConfig& config) : m_config(config) {
 
 const TensorInfo* ParameterLayout::find(std::string_view name) const {
     for (const auto& t : m_tensors) {
-        if (t.name == name) return &t;
+        if (t.name == name)
+            return &t;
     }
     return nullptr;
 }
@@ -171,9 +185,11 @@ void initParameters(const ParameterLayout& layout, std::span<float> parameters, 
         } else if (t.shape.size() == 1) {
             std::fill(p, p + t.size, 0.0f);
         } else {
-            const bool residual = t.name.ends_with("attn.proj.weight") || t.name.ends_with("mlp.proj.weight");
+            const bool residual =
+                t.name.ends_with("attn.proj.weight") || t.name.ends_with("mlp.proj.weight");
             const float stddev = residual ? residualStd : 0.02f;
-            for (int64_t i = 0; i < t.size; ++i) p[i] = stddev * rng.normal();
+            for (int64_t i = 0; i < t.size; ++i)
+                p[i] = stddev * rng.normal();
         }
     }
 }

@@ -34,25 +34,25 @@ struct ModelConfig {
 struct TensorInfo {
     std::string name;  // e.g. "blocks.0.attn.qkv.weight"
     std::vector<int> shape;
-    int64_t offset = 0;  // in floats, into the flat parameter buffer
-    int64_t size = 0;    // in floats
+    int64_t offset = 0;   // in floats, into the flat parameter buffer
+    int64_t size = 0;     // in floats
     bool decays = false;  // AdamW weight decay applies (matrices only)
 };
 
 // Offsets of the tensors of one transformer block, relative to the block's first float.
 struct BlockOffsets {
-    int64_t ln1Weight, ln1Bias;  // (C), (C)
-    int64_t qkvWeight, qkvBias;  // (3C, C), (3C)
+    int64_t ln1Weight, ln1Bias;            // (C), (C)
+    int64_t qkvWeight, qkvBias;            // (3C, C), (3C)
     int64_t attnProjWeight, attnProjBias;  // (C, C), (C)
-    int64_t ln2Weight, ln2Bias;  // (C), (C)
-    int64_t fcWeight, fcBias;  // (4C, C), (4C)
-    int64_t fcProjWeight, fcProjBias;  // (C, 4C), (C)
+    int64_t ln2Weight, ln2Bias;            // (C), (C)
+    int64_t fcWeight, fcBias;              // (4C, C), (4C)
+    int64_t fcProjWeight, fcProjBias;      // (C, 4C), (C)
 };
 
 // The layout of all parameters in one buffer: wte (V, C), wpe (T, C), then L blocks, then the
 // final LayerNorm. The output layer is tied to wte.
 class ParameterLayout {
-public:
+  public:
     explicit ParameterLayout(const ModelConfig& config);
 
     const ModelConfig& config() const { return m_config; }
@@ -67,7 +67,7 @@ public:
     int64_t lnfWeight() const { return m_lnf; }
     int64_t lnfBias() const { return m_lnf + m_config.channels; }
 
-private:
+  private:
     ModelConfig m_config;
     std::vector<TensorInfo> m_tensors;
     BlockOffsets m_block{};

@@ -26,7 +26,7 @@ struct EncodeStats {
 };
 
 class Ops {
-public:
+  public:
     virtual ~Ops() = default;
     virtual std::string name() const = 0;
     // The first failure of the op set (e.g. a CUDA error, with file, line and message); the ops
@@ -46,8 +46,8 @@ public:
 
     // ---- the graph ----------------------------------------------------------------------
     // out (B,T,C) = wte[inp] + wpe[t]; inp (B,T), wte (V,C), wpe (maxT,C)
-    virtual void encoderForward(float* out, const int32_t* inp, const float* wte,
-                                const float* wpe, int B, int T, int C) = 0;
+    virtual void encoderForward(float* out, const int32_t* inp, const float* wte, const float* wpe,
+                                int B, int T, int C) = 0;
     // dwte (V,C), dwpe (maxT,C), dout (B,T,C), inp (B,T)
     virtual void encoderBackward(float* dwte, float* dwpe, const float* dout, const int32_t* inp,
                                  int B, int T, int C) = 0;
@@ -62,8 +62,8 @@ public:
                                    const float* rstd, int B, int T, int C) = 0;
 
     // out (B,T,OC) = inp (B,T,C) . weight (OC,C)^T + bias (OC); bias may be null
-    virtual void matmulForward(float* out, const float* inp, const float* weight,
-                               const float* bias, int B, int T, int C, int OC) = 0;
+    virtual void matmulForward(float* out, const float* inp, const float* weight, const float* bias,
+                               int B, int T, int C, int OC) = 0;
     // dinp (B,T,C), dweight (OC,C), dbias (OC) or null, dout (B,T,OC), inp (B,T,C),
     // weight (OC,C)
     virtual void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -86,8 +86,7 @@ public:
     virtual void geluBackward(float* dinp, const float* inp, const float* dout, int64_t N) = 0;
 
     // out (N) = inp1 (N) + inp2 (N)
-    virtual void residualForward(float* out, const float* inp1, const float* inp2,
-                                 int64_t N) = 0;
+    virtual void residualForward(float* out, const float* inp1, const float* inp2, int64_t N) = 0;
     // dinp1 (N), dinp2 (N), dout (N)
     virtual void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) = 0;
 

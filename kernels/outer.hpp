@@ -19,7 +19,7 @@ struct OuterConfig {
 
 // theta (P), velocity (P), deltaSum (P)
 void outerNesterovStep(std::span<float> theta, std::span<float> velocity,
-                       std::span<const float> deltaSum, float deltaScale,
-                       const OuterConfig& config, ThreadPool* pool = nullptr);
+                       std::span<const float> deltaSum, float deltaScale, const OuterConfig& config,
+                       ThreadPool* pool = nullptr);
 
 }  // namespace tandem

@@ -8,7 +8,7 @@
 namespace tandem {
 
 class Rng {
-public:
+  public:
     explicit Rng(uint64_t seed) : m_state(seed) {}
 
     // splitmix64
@@ -26,13 +26,14 @@ public:
     float normal() {
         double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;
         double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;
-        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                                  std::cos(6.283185307179586 * u2));
     }
 
     uint64_t state() const { return m_state; }
     void setState(uint64_t state) { m_state = state; }
 
-private:
+  private:
     uint64_t m_state;
 };
 

@@ -5,8 +5,10 @@
 namespace tandem {
 
 ThreadPool::ThreadPool(int threads) {
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (int i = 1; i < threads; ++i) m_workers.emplace_back([this, i] { workerLoop(i); });
+    if (threads <= 0)
+        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 1; i < threads; ++i)
+        m_workers.emplace_back([this, i] { workerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -15,7 +17,8 @@ ThreadPool::~ThreadPool() {
         m_stop = true;
     }
     m_wake.notify_all();
-    for (auto& w : m_workers) w.join();
+    for (auto& w : m_workers)
+        w.join();
 }
 
 void ThreadPool::runTasks() {
@@ -24,12 +27,14 @@ void ThreadPool::runTasks() {
         int task;
         {
             std::lock_guard lock(m_mutex);
-            if (m_nextTask >= m_tasks) return;
+            if (m_nextTask >= m_tasks)
+                return;
             task = m_nextTask++;
         }
         m_call(m_fn, task);
         std::lock_guard lock(m_mutex);
-        if (--m_pending == 0) m_done.notify_all();
+        if (--m_pending == 0)
+            m_done.notify_all();
     }
 }
 
@@ -55,7 +60,8 @@ void ThreadPool::workerLoop(int) {
         {
             std::unique_lock lock(m_mutex);
             m_wake.wait(lock, [&] { return m_stop || m_generation != seen; });
-            if (m_stop) return;
+            if (m_stop)
+                return;
             seen = m_generation;
         }
         runTasks();

@@ -13,7 +13,7 @@
 namespace tandem {
 
 class ThreadPool {
-public:
+  public:
     // threads <= 0 means one per hardware thread. The calling thread is one of them.
     explicit ThreadPool(int threads);
     ~ThreadPool();
@@ -25,9 +25,11 @@ public:
     // Calls fn(task) for task in [0, tasks), spread over the threads; returns when all are done.
     template <class Fn>
     void run(int tasks, Fn&& fn) {
-        if (tasks <= 0) return;
+        if (tasks <= 0)
+            return;
         if (tasks == 1 || m_workers.empty()) {
-            for (int i = 0; i < tasks; ++i) fn(i);
+            for (int i = 0; i < tasks; ++i)
+                fn(i);
             return;
         }
         dispatch(tasks, &fn, [](void* f, int task) { (*static_cast<Fn*>(f))(task); });
@@ -37,7 +39,8 @@ public:
     // each at least minChunk long.
     template <class Fn>
     void parallelFor(int64_t count, int64_t minChunk, Fn&& fn) {
-        if (count <= 0) return;
+        if (count <= 0)
+            return;
         const int64_t maxPieces = (count + minChunk - 1) / std::max<int64_t>(minChunk, 1);
         const int pieces = static_cast<int>(std::min<int64_t>(threads(), maxPieces));
         run(pieces, [&](int piece) {
@@ -47,7 +50,7 @@ public:
         });
     }
 
-private:
+  private:
     using Trampoline = void (*)(void*, int);
     void dispatch(int tasks, void* fn, Trampoline call);
     void workerLoop(int index);

@@ -10,7 +10,7 @@ using namespace tandem;
 
 class TestModel : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void namedConfigs() {
         auto tiny = ModelConfig::parse("tiny");
         QVERIFY(tiny.ok());
@@ -34,16 +34,26 @@ private slots:
     void refusesNonsense_data() {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("C not divisible") << "L=2,NH=3,C=128,T=64" << "divisible by heads";
-        QTest::newRow("zero layers") << "L=0,NH=4,C=128,T=64" << "layers (L) is 0";
-        QTest::newRow("zero T") << "L=2,NH=4,C=128,T=0" << "sequence length (T) is 0";
-        QTest::newRow("absurd C") << "L=2,NH=4,C=1000000,T=64" << "channels (C) is 1000000";
-        QTest::newRow("too many parameters") << "L=96,NH=8,C=8192,T=64" << "more than the limit";
-        QTest::newRow("missing key") << "L=2,NH=4,C=128" << "must give all of";
-        QTest::newRow("unknown key") << "L=2,NH=4,C=128,T=64,X=1" << "unknown key 'X'";
-        QTest::newRow("not a number") << "L=two,NH=4,C=128,T=64" << "whole number";
-        QTest::newRow("unknown name") << "huge" << "expected tiny, small, medium";
-        QTest::newRow("wrong vocab") << "L=2,NH=4,C=128,T=64,V=512" << "expected 256";
+        QTest::newRow("C not divisible") << "L=2,NH=3,C=128,T=64"
+                                         << "divisible by heads";
+        QTest::newRow("zero layers") << "L=0,NH=4,C=128,T=64"
+                                     << "layers (L) is 0";
+        QTest::newRow("zero T") << "L=2,NH=4,C=128,T=0"
+                                << "sequence length (T) is 0";
+        QTest::newRow("absurd C") << "L=2,NH=4,C=1000000,T=64"
+                                  << "channels (C) is 1000000";
+        QTest::newRow("too many parameters") << "L=96,NH=8,C=8192,T=64"
+                                             << "more than the limit";
+        QTest::newRow("missing key") << "L=2,NH=4,C=128"
+                                     << "must give all of";
+        QTest::newRow("unknown key") << "L=2,NH=4,C=128,T=64,X=1"
+                                     << "unknown key 'X'";
+        QTest::newRow("not a number") << "L=two,NH=4,C=128,T=64"
+                                      << "whole number";
+        QTest::newRow("unknown name") << "huge"
+                                      << "expected tiny, small, medium";
+        QTest::newRow("wrong vocab") << "L=2,NH=4,C=128,T=64,V=512"
+                                     << "expected 256";
     }
     void refusesNonsense() {
         QFETCH(QString, text);
