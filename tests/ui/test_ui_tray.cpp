@@ -15,6 +15,15 @@
 #include <QMenu>
 #include <QSignalSpy>
 
+// Generous limits: the engine runs on its own threads, slower on a loaded CI machine. (Polling
+// ends as soon as the condition holds; nothing here is timed.)
+#undef QTRY_COMPARE
+#define QTRY_COMPARE(expr, expected) QTRY_COMPARE_WITH_TIMEOUT(expr, expected, 60000)
+#undef QTRY_VERIFY
+#define QTRY_VERIFY(expr) QTRY_VERIFY_WITH_TIMEOUT(expr, 60000)
+#undef QTRY_VERIFY2
+#define QTRY_VERIFY2(expr, message) QTRY_VERIFY2_WITH_TIMEOUT(expr, message, 60000)
+
 using namespace tandem;
 
 namespace {
