@@ -4,6 +4,7 @@
 #include "app_actions.hpp"
 #include "coordinator_client.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/devices.hpp"
 #include "desktop_services.hpp"
 #include "engine.hpp"
 #include "engine_bridge.hpp"
@@ -30,6 +31,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
@@ -113,10 +115,18 @@ class EngineHost {
         deps.backends = [threads](const std::string& dev) {
             return makeBackendByName(dev, threads);
         };
-        deps.probe = [this] {
+        // The temperature rule reads the GPU in use through NVML (no CUDA context is made).
+        const int gpuIndex =
+            device.device.rfind("cuda:", 0) == 0 ? std::atoi(device.device.c_str() + 5) : -1;
+        deps.probe = [this, gpuIndex] {
             core::RuleProbe p;
             p.power = m_platform.powerStatus().source;
             p.idleSeconds = m_idle.idleSeconds();
+            if (gpuIndex >= 0) {
+                for (const auto& gpu : detectGpus().devices)
+                    if (gpu.index == gpuIndex && gpu.temperatureC >= 0)
+                        p.temperatureC = gpu.temperatureC;
+            }
             return p;
         };
         deps.observer = m_bridge.observer();
