@@ -188,6 +188,9 @@ struct Engine::Impl {
     Dependencies deps;
     Ledger* ledger = nullptr;
     std::optional<net::SigningKey> key;
+    // Device samples are spaced by the clock across work units (units are often shorter than
+    // the interval); set when training first starts. Engine thread only.
+    std::optional<int64_t> lastSampleMs;
 
     mutable std::mutex mu;
     std::condition_variable cv;
@@ -1068,7 +1071,8 @@ struct Engine::Impl {
         std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
         int64_t lastCheckpointMs = now();
         int64_t lastHeartbeatMs = INT64_MIN;
-        int64_t lastSampleMs = now();
+        if (!lastSampleMs)
+            lastSampleMs = now();
         int64_t stepsSinceCheckpoint = 0;
         double stepSecondsAvg = 0;
         bool checkpointed = !a.checkpointFile.empty() && a.step > 0;
@@ -1170,7 +1174,7 @@ struct Engine::Impl {
                 lastCheckpointMs = now();
                 stepsSinceCheckpoint = 0;
             }
-            if (now() >= lastSampleMs + cfg.sampleIntervalMs) {
+            if (now() >= *lastSampleMs + cfg.sampleIntervalMs) {
                 lastSampleMs = now();
                 DeviceSample s;
                 s.atMs = now();

@@ -260,6 +260,25 @@ class TestEngine : public QObject {
         QVERIFY(h.engine->ledger().integrityCheck().ok());
     }
 
+    void samplesSpanShortWorkUnits() {
+        // Units of 6 steps x 100 ms are shorter than the 1 s sample interval; samples are
+        // spaced by the clock across units, so three units still give one.
+        FakeCoordinator api;
+        Harness h(api);
+        h.cfg.maxWorkUnits = 3;
+        h.cfg.sampleIntervalMs = 1000;
+        h.recorder.onProgress = [&](const std::string&, int64_t) { h.clock.advanceMs(100); };
+        QVERIFY(h.make().ok());
+        h.engine->start();
+        QVERIFY(h.waitState(EngineState::Stopped));
+        h.engine->wait();
+        QCOMPARE(api.acceptCount.size(), size_t{3});
+        auto points = h.engine->ledger().throughput(kStart, h.clock.nowMs() + 1);
+        QVERIFY(points.ok());
+        QVERIFY2(!points->empty(), "no device sample across three short units");
+        QVERIFY(points->size() <= 2);  // 1.8 s of training at one sample a second
+    }
+
     void pauseResumeAtStepBoundaryWithCheckpoint() {
         FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
         Harness h(api);
