@@ -26,6 +26,7 @@
 #include <QDir>
 #include <QMessageBox>
 #include <QStandardPaths>
+#include <QThreadPool>
 #include <QTimer>
 
 #include <atomic>
@@ -265,6 +266,10 @@ int main(int argc, char** argv) {
     core::SystemTimeZone zone;
     ui::EngineBridge bridge(clock, zone);
     app::DesktopServices services;
+    // Queries run on the global thread pool (ui/async.hpp); let them end before services goes.
+    struct DrainQueries {
+        ~DrainQueries() { QThreadPool::globalInstance()->waitForDone(); }
+    } drainQueries;
     ui::UiPrefs prefs(QString::fromStdString((configDir / "ui.ini").string()));
     ui::UiContext context;
     context.bridge = &bridge;

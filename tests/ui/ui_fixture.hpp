@@ -6,6 +6,7 @@
 #include "services.hpp"
 
 #include <QTemporaryDir>
+#include <QThreadPool>
 #include <QtTest>
 
 #include <atomic>
@@ -23,6 +24,10 @@ class FakeServices final : public ui::Services {
     std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0};
     bool bandwidthFails = false;
     std::string lastUrl;
+
+    // Pages query services on the global thread pool (ui/async.hpp); a query still running
+    // when a test ends must not outlive this object.
+    ~FakeServices() override { QThreadPool::globalInstance()->waitForDone(); }
 
     ui::DeviceReport detectDevices() override {
         ++deviceCalls;
