@@ -1,5 +1,6 @@
 // Errors a user can meet travel as values: Expected<T> holds a T or an Error whose message says
-// what was found and what was expected. Status is Expected<void>.
+// what was found and what was expected. Status is Expected<void>. A layer with a richer error
+// (net's HttpError) uses Expected<T, ThatError>.
 #pragma once
 
 #include <optional>
@@ -13,11 +14,11 @@ struct Error {
     std::string message;
 };
 
-template <class T>
+template <class T, class E = Error>
 class [[nodiscard]] Expected {
   public:
     Expected(T value) : m_state(std::in_place_index<0>, std::move(value)) {}
-    Expected(Error error) : m_state(std::in_place_index<1>, std::move(error)) {}
+    Expected(E error) : m_state(std::in_place_index<1>, std::move(error)) {}
 
     bool ok() const { return m_state.index() == 0; }
     explicit operator bool() const { return ok(); }
@@ -30,24 +31,24 @@ class [[nodiscard]] Expected {
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
 
-    const Error& error() const { return std::get<1>(m_state); }
+    const E& error() const { return std::get<1>(m_state); }
 
   private:
-    std::variant<T, Error> m_state;
+    std::variant<T, E> m_state;
 };
 
-template <>
-class [[nodiscard]] Expected<void> {
+template <class E>
+class [[nodiscard]] Expected<void, E> {
   public:
     Expected() = default;
-    Expected(Error error) : m_error(std::move(error)) {}
+    Expected(E error) : m_error(std::move(error)) {}
 
     bool ok() const { return !m_error; }
     explicit operator bool() const { return ok(); }
-    const Error& error() const { return *m_error; }
+    const E& error() const { return *m_error; }
 
   private:
-    std::optional<Error> m_error;
+    std::optional<E> m_error;
 };
 
 using Status = Expected<void>;

@@ -66,24 +66,7 @@ struct HttpError {
 
 // Like Expected<T>, with an HttpError.
 template <class T>
-class [[nodiscard]] HttpResult {
-  public:
-    HttpResult(T value) : m_state(std::in_place_index<0>, std::move(value)) {}
-    HttpResult(HttpError error) : m_state(std::in_place_index<1>, std::move(error)) {}
-    bool ok() const { return m_state.index() == 0; }
-    explicit operator bool() const { return ok(); }
-    T& value() & { return std::get<0>(m_state); }
-    const T& value() const& { return std::get<0>(m_state); }
-    T&& value() && { return std::get<0>(std::move(m_state)); }
-    T* operator->() { return &value(); }
-    const T* operator->() const { return &value(); }
-    T& operator*() & { return value(); }
-    const T& operator*() const& { return value(); }
-    const HttpError& error() const { return std::get<1>(m_state); }
-
-  private:
-    std::variant<T, HttpError> m_state;
-};
+using HttpResult = Expected<T, HttpError>;
 
 struct Unit {};
 using HttpStatusResult = HttpResult<Unit>;
