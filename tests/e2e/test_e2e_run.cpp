@@ -1,5 +1,5 @@
 // A whole training run: a real coordinator and three headless workers, separate processes over
-// HTTPS on 127.0.0.1, at least 5 rounds of `tiny`. The validation loss after the last round is
+// HTTPS on 127.0.0.1, at least 5 rounds of `tiny`. The validation loss of the last rounds is
 // clearly below the first; each worker's ledger holds its accepted work units with receipts that
 // verify against the coordinator's key; every upload is 2 bytes per parameter plus the header.
 #include "e2e_harness.hpp"
