@@ -7,6 +7,7 @@
 //
 // Dimensions: P parameters.
 #include "coordinator.hpp"
+#include "cpu_model.hpp"
 #include "crypto.hpp"
 #include "protocol.hpp"
 #include "random.hpp"
@@ -54,15 +55,6 @@ double seconds(std::chrono::steady_clock::time_point t0) {
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
-}
-
-std::string cpuModel() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0)
-            return line.substr(line.find(':') + 2);
-    return "unknown CPU";
 }
 
 struct Row {
@@ -119,7 +111,7 @@ int main(int argc, char** argv) {
     if (parent.empty())
         parent = fs::temp_directory_path();
     std::printf("tandem-bench-aggregate: %s, %u hardware threads, coordinator threads %d\n",
-                cpuModel().c_str(), std::thread::hardware_concurrency(), threads);
+                bench::cpuModel().c_str(), std::thread::hardware_concurrency(), threads);
     std::printf("%-34s %12s  %-26s %10s %14s\n", "config", "params", "mode", "seconds", "params/s");
     std::vector<Row> rows;
 
@@ -291,7 +283,7 @@ int main(int argc, char** argv) {
     }
     if (!jsonPath.empty()) {
         std::ofstream out(jsonPath);
-        out << "{\"benchmark\":\"aggregate\",\"cpu\":\"" << cpuModel()
+        out << "{\"benchmark\":\"aggregate\",\"cpu\":\"" << bench::cpuModel()
             << "\",\"threads\":" << threads << ",\"results\":[";
         for (size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];

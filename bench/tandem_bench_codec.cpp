@@ -5,6 +5,7 @@
 //
 // Dimensions: P parameters.
 #include "codec.hpp"
+#include "cpu_model.hpp"
 #include "model.hpp"
 #include "outer.hpp"
 #include "random.hpp"
@@ -51,22 +52,6 @@ struct Result {
     double paramsPerSecond = 0;
     double gigabytesPerSecond = 0;
 };
-
-std::string cpuModel() {
-    std::ifstream file("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(file, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) {
-                std::string name = line.substr(colon + 1);
-                name.erase(0, name.find_first_not_of(" \t"));
-                return name;
-            }
-        }
-    }
-    return "unknown CPU";
-}
 
 bool parseCount(const char* text, const char* flag, int64_t lo, int64_t hi, int64_t* value) {
     char* end = nullptr;
@@ -159,7 +144,7 @@ int main(int argc, char** argv) {
         threadCounts = {static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()))};
     }
 
-    const std::string cpu = cpuModel();
+    const std::string cpu = bench::cpuModel();
     std::printf("CPU: %s (%u hardware threads)\n", cpu.c_str(),
                 std::thread::hardware_concurrency());
     std::printf("%-22s %14s %7s %10s %8s %14s %9s\n", "kernel", "parameters", "threads",

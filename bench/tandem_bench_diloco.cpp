@@ -11,6 +11,7 @@
 #include "codec.hpp"
 #include "codec_int8.hpp"
 #include "corpus.hpp"
+#include "cpu_model.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "outer.hpp"
@@ -671,22 +672,6 @@ std::string jsonEscape(const std::string& text) {
     return out;
 }
 
-std::string cpuModel() {
-    std::ifstream file("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(file, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) {
-                std::string name = line.substr(colon + 1);
-                name.erase(0, name.find_first_not_of(" \t"));
-                return name;
-            }
-        }
-    }
-    return "unknown CPU";
-}
-
 struct Summary {
     std::string configName, arm;
     int seeds = 0;
@@ -886,7 +871,7 @@ int main(int argc, char** argv) {
                contexts[b.context].config.parameterCount();
     });
 
-    const std::string cpu = cpuModel();
+    const std::string cpu = bench::cpuModel();
     std::printf("CPU: %s, %u hardware threads; %d job(s) x %d thread(s)\n", cpu.c_str(),
                 std::thread::hardware_concurrency(), options.jobs, options.threads);
     std::printf(

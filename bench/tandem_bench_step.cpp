@@ -3,6 +3,7 @@
 //
 // Dimensions: B batch, T sequence (the config's maxSeqLen), P parameters.
 #include "backend.hpp"
+#include "cpu_model.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "model.hpp"
 #include "random.hpp"
@@ -66,22 +67,6 @@ double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const size_t n = values.size();
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-std::string cpuModel() {
-    std::ifstream file("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(file, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) {
-                std::string name = line.substr(colon + 1);
-                name.erase(0, name.find_first_not_of(" \t"));
-                return name;
-            }
-        }
-    }
-    return "unknown CPU";
 }
 
 bool parsePositive(const char* text, const char* flag, int* value) {
@@ -270,7 +255,7 @@ int main(int argc, char** argv) {
     if (const int code = parseOptions(argc, argv, &options); code != 0)
         return code < 0 ? 0 : code;
 
-    const std::string cpu = cpuModel();
+    const std::string cpu = bench::cpuModel();
     std::printf("CPU: %s, %u hardware threads\n", cpu.c_str(), std::thread::hardware_concurrency());
     std::printf("median of %d steps after %d warm-up steps; a step is forward + backward + AdamW\n",
                 options.steps, options.warmup);
