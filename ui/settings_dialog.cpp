@@ -19,7 +19,10 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTimeEdit>
+#include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace tandem::ui {
 
@@ -39,25 +42,85 @@ QDoubleSpinBox* amountBox(QWidget* parent, const QString& suffix, const QString&
 }
 }  // namespace
 
-std::vector<core::TimeWindow> windowsFromDays(const std::array<bool, 7>& on,
-                                              const std::array<int, 7>& startMinute,
-                                              const std::array<int, 7>& endMinute) {
+std::vector<core::TimeWindow> windowsFromDays(const std::array<std::vector<DayWindow>, 7>& days) {
     std::vector<core::TimeWindow> out;
     for (int d = 0; d < 7; ++d) {
-        if (!on[d])
-            continue;
-        // Days with the same hours share one window (Mon-Fri 18:00-08:00 stays one entry).
-        bool merged = false;
-        for (auto& w : out) {
-            if (w.startMinute == startMinute[d] && w.endMinute == endMinute[d]) {
-                w.weekdays = static_cast<uint8_t>(w.weekdays | (1u << d));
-                merged = true;
-                break;
-            }
+        for (const DayWindow& w : days[d]) {
+            // Days with the same hours share one window (Mon-Fri 18:00-08:00 stays one entry).
+            auto same = std::find_if(out.begin(), out.end(), [&](const core::TimeWindow& o) {
+                return o.startMinute == w.startMinute && o.endMinute == w.endMinute &&
+                       (o.weekdays & (1u << d)) == 0;
+            });
+            if (same != out.end())
+                same->weekdays = static_cast<uint8_t>(same->weekdays | (1u << d));
+            else
+                out.push_back({static_cast<uint8_t>(1u << d), w.startMinute, w.endMinute});
         }
-        if (!merged)
-            out.push_back({static_cast<uint8_t>(1u << d), startMinute[d], endMinute[d]});
     }
+    return out;
+}
+
+std::array<std::vector<DayWindow>, 7> daysFromWindows(
+    const std::vector<core::TimeWindow>& windows) {
+    std::array<std::vector<DayWindow>, 7> days;
+    for (const auto& w : windows)
+        for (int d = 0; d < 7; ++d)
+            if (w.weekdays & (1u << d))
+                days[d].push_back({w.startMinute, w.endMinute});
+    return days;
+}
+
+namespace {
+QString dayName(int weekday) {
+    static const char* const kNames[] = {
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Monday"),
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Tuesday"),
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Wednesday"),
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Thursday"),
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Friday"),
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Saturday"),
+        QT_TRANSLATE_NOOP("tandem::ui::SettingsDialog", "Sunday")};
+    return QCoreApplication::translate("tandem::ui::SettingsDialog", kNames[weekday]);
+}
+
+QString hhmm(int minute) {
+    return QStringLiteral("%1:%2")
+        .arg(minute / 60, 2, 10, QLatin1Char('0'))
+        .arg(minute % 60, 2, 10, QLatin1Char('0'));
+}
+}  // namespace
+
+QStringList windowOverlaps(const std::array<std::vector<DayWindow>, 7>& days) {
+    // Each window as an arc on the week's circle of minutes: [start, start + length).
+    constexpr int kWeek = 7 * 1440;
+    struct Arc {
+        int day, start, length;
+        DayWindow w;
+    };
+    std::vector<Arc> arcs;
+    for (int d = 0; d < 7; ++d)
+        for (const DayWindow& w : days[d]) {
+            const int length = w.endMinute > w.startMinute ? w.endMinute - w.startMinute
+                                                           : 1440 - w.startMinute + w.endMinute;
+            arcs.push_back({d, d * 1440 + w.startMinute, length, w});
+        }
+    auto inside = [](int from, int point, int length) {
+        return ((point - from) % kWeek + kWeek) % kWeek < length;
+    };
+    QStringList out;
+    for (size_t i = 0; i < arcs.size(); ++i)
+        for (size_t j = i + 1; j < arcs.size(); ++j) {
+            const Arc& a = arcs[i];
+            const Arc& b = arcs[j];
+            if (!inside(a.start, b.start, a.length) && !inside(b.start, a.start, b.length))
+                continue;
+            out << QCoreApplication::translate(
+                       "tandem::ui::SettingsDialog",
+                       "the time window %1 %2 to %3 overlaps %4 %5 to %6; expected windows "
+                       "that do not overlap (join them into one, or change the times)")
+                       .arg(dayName(a.day), hhmm(a.w.startMinute), hhmm(a.w.endMinute),
+                            dayName(b.day), hhmm(b.w.startMinute), hhmm(b.w.endMinute));
+        }
     return out;
 }
 
@@ -138,28 +201,41 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     m_useWindows->setObjectName(QStringLiteral("useTimeWindows"));
     rLayout->addWidget(m_useWindows);
     auto* grid = new QGridLayout();
-    const QString dayNames[] = {tr("Monday"), tr("Tuesday"),  tr("Wednesday"), tr("Thursday"),
-                                tr("Friday"), tr("Saturday"), tr("Sunday")};
-    grid->addWidget(new QLabel(tr("from"), rules), 0, 1);
-    grid->addWidget(new QLabel(tr("to"), rules), 0, 2);
     for (int d = 0; d < 7; ++d) {
         Day& day = m_days[d];
-        day.on = new QCheckBox(dayNames[d], rules);
+        day.on = new QCheckBox(dayName(d), rules);
         day.on->setObjectName(QStringLiteral("day%1").arg(d));
-        day.from = new QTimeEdit(rules);
-        day.to = new QTimeEdit(rules);
-        day.from->setDisplayFormat(QStringLiteral("HH:mm"));
-        day.to->setDisplayFormat(QStringLiteral("HH:mm"));
-        day.from->setAccessibleName(tr("%1 from").arg(dayNames[d]));
-        day.to->setAccessibleName(tr("%1 to").arg(dayNames[d]));
-        grid->addWidget(day.on, d + 1, 0);
-        grid->addWidget(day.from, d + 1, 1);
-        grid->addWidget(day.to, d + 1, 2);
+        day.box = new QWidget(rules);
+        day.rowsLayout = new QVBoxLayout(day.box);
+        day.rowsLayout->setContentsMargins(0, 0, 0, 0);
+        day.add = new QToolButton(rules);
+        day.add->setObjectName(QStringLiteral("addWindow%1").arg(d));
+        day.add->setIcon(QIcon::fromTheme(QStringLiteral("list-add")));
+        day.add->setText(tr("Add"));
+        day.add->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        day.add->setToolTip(tr("Add a time window on %1").arg(dayName(d)));
+        day.add->setAccessibleName(day.add->toolTip());
+        connect(day.add, &QToolButton::clicked, this, [this, d] {
+            // A new window starts where the day's last one ends.
+            const auto& rows = m_days[d].rows;
+            const QTime from = rows.empty() ? QTime(18, 0) : rows.back().to->time();
+            addWindow(d, from, from.addSecs(2 * 3600));
+            m_days[d].on->setChecked(true);
+        });
+        connect(day.on, &QCheckBox::toggled, this, [this, d](bool on) {
+            m_days[d].box->setEnabled(on);
+            if (on && m_days[d].rows.empty())
+                addWindow(d, QTime(18, 0), QTime(8, 0));
+        });
+        grid->addWidget(day.on, d, 0, Qt::AlignTop);
+        grid->addWidget(day.box, d, 1);
+        grid->addWidget(day.add, d, 2, Qt::AlignTop);
     }
     grid->setColumnStretch(3, 1);
     rLayout->addLayout(grid);
-    auto* windowsNote = new QLabel(tr("The same from and to means the whole day; a \"to\" before "
-                                      "the \"from\" runs past midnight."),
+    auto* windowsNote = new QLabel(tr("A day may have several windows. The same from and to means "
+                                      "the whole day; a \"to\" before the \"from\" runs past "
+                                      "midnight."),
                                    rules);
     windowsNote->setWordWrap(true);
     rLayout->addWidget(windowsNote);
@@ -284,18 +360,18 @@ void SettingsDialog::load(const core::Settings& s) {
     m_tempOn->setChecked(r.maxTemperatureC.has_value());
     m_temp->setValue(static_cast<int>(r.maxTemperatureC.value_or(85)));
     m_useWindows->setChecked(r.useTimeWindows);
+    const auto days = daysFromWindows(r.timeWindows);
     for (int d = 0; d < 7; ++d) {
-        m_days[d].on->setChecked(false);
-        m_days[d].from->setTime(QTime(18, 0));
-        m_days[d].to->setTime(QTime(8, 0));
+        clearWindows(d);
+        for (const DayWindow& w : days[d])
+            addWindow(d, QTime(w.startMinute / 60, w.startMinute % 60),
+                      QTime(w.endMinute / 60, w.endMinute % 60));
+        const bool on = !days[d].empty();
+        if (!on)  // an unused day offers the usual evening window once checked
+            addWindow(d, QTime(18, 0), QTime(8, 0));
+        m_days[d].on->setChecked(on);
+        m_days[d].box->setEnabled(on);
     }
-    for (const auto& w : r.timeWindows)
-        for (int d = 0; d < 7; ++d)
-            if (w.weekdays & (1u << d)) {
-                m_days[d].on->setChecked(true);
-                m_days[d].from->setTime(QTime(w.startMinute / 60, w.startMinute % 60));
-                m_days[d].to->setTime(QTime(w.endMinute / 60, w.endMinute % 60));
-            }
     m_upCap->setValue(static_cast<double>(r.dailyUploadCapBytes) / kGb);
     m_downCap->setValue(static_cast<double>(r.dailyDownloadCapBytes) / kGb);
     m_upRate->setValue(static_cast<double>(s.uploadLimitBytesPerSecond) / kMbit);
@@ -328,15 +404,7 @@ core::Settings SettingsDialog::settings() const {
     else
         r.maxTemperatureC.reset();
     r.useTimeWindows = m_useWindows->isChecked();
-    std::array<bool, 7> on{};
-    std::array<int, 7> from{}, to{};
-    for (int d = 0; d < 7; ++d) {
-        on[d] = m_days[d].on->isChecked();
-        const QTime f = m_days[d].from->time(), t = m_days[d].to->time();
-        from[d] = f.hour() * 60 + f.minute();
-        to[d] = t.hour() * 60 + t.minute();
-    }
-    r.timeWindows = windowsFromDays(on, from, to);
+    r.timeWindows = windowsFromDays(dayWindows());
     r.dailyUploadCapBytes = static_cast<int64_t>(m_upCap->value() * kGb + 0.5);
     r.dailyDownloadCapBytes = static_cast<int64_t>(m_downCap->value() * kGb + 0.5);
     s.uploadLimitBytesPerSecond = static_cast<int64_t>(m_upRate->value() * kMbit + 0.5);
@@ -358,11 +426,80 @@ core::Settings SettingsDialog::settings() const {
     return s;
 }
 
+void SettingsDialog::addWindow(int weekday, QTime from, QTime to) {
+    Day& day = m_days[weekday];
+    WindowRow w;
+    w.row = new QWidget(day.box);
+    auto* h = new QHBoxLayout(w.row);
+    h->setContentsMargins(0, 0, 0, 0);
+    const int n = static_cast<int>(day.rows.size()) + 1;
+    w.from = new QTimeEdit(from, w.row);
+    w.to = new QTimeEdit(to, w.row);
+    w.from->setDisplayFormat(QStringLiteral("HH:mm"));
+    w.to->setDisplayFormat(QStringLiteral("HH:mm"));
+    w.from->setAccessibleName(tr("%1, window %2, from").arg(dayName(weekday)).arg(n));
+    w.to->setAccessibleName(tr("%1, window %2, to").arg(dayName(weekday)).arg(n));
+    w.remove = new QToolButton(w.row);
+    w.remove->setIcon(QIcon::fromTheme(QStringLiteral("list-remove")));
+    w.remove->setText(tr("Remove"));
+    w.remove->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    w.remove->setAccessibleName(tr("Remove window %1 of %2").arg(n).arg(dayName(weekday)));
+    QWidget* row = w.row;
+    connect(w.remove, &QToolButton::clicked, this,
+            [this, weekday, row] { removeWindow(weekday, row); });
+    h->addWidget(new QLabel(tr("from"), w.row));
+    h->addWidget(w.from);
+    h->addWidget(new QLabel(tr("to"), w.row));
+    h->addWidget(w.to);
+    h->addWidget(w.remove);
+    h->addStretch(1);
+    day.rowsLayout->addWidget(w.row);
+    day.rows.push_back(w);
+}
+
+void SettingsDialog::removeWindow(int weekday, QWidget* row) {
+    auto& rows = m_days[weekday].rows;
+    auto it =
+        std::find_if(rows.begin(), rows.end(), [row](const WindowRow& w) { return w.row == row; });
+    if (it == rows.end())
+        return;
+    rows.erase(it);
+    row->hide();
+    row->deleteLater();  // its button is the sender of this call
+}
+
+void SettingsDialog::clearWindows(int weekday) {
+    for (auto& w : m_days[weekday].rows)
+        delete w.row;
+    m_days[weekday].rows.clear();
+}
+
+std::array<std::vector<DayWindow>, 7> SettingsDialog::dayWindows() const {
+    std::array<std::vector<DayWindow>, 7> days;
+    for (int d = 0; d < 7; ++d) {
+        if (!m_days[d].on->isChecked())
+            continue;
+        for (const WindowRow& w : m_days[d].rows) {
+            const QTime f = w.from->time(), t = w.to->time();
+            days[d].push_back({f.hour() * 60 + f.minute(), t.hour() * 60 + t.minute()});
+        }
+    }
+    return days;
+}
+
 void SettingsDialog::accept() {
     const core::Settings s = settings();
     m_issues.clear();
     for (const auto& issue : core::validate(s))
         m_issues << QString::fromStdString(issue.message);
+    if (m_useWindows->isChecked()) {
+        for (int d = 0; d < 7; ++d)
+            if (m_days[d].on->isChecked() && m_days[d].rows.empty())
+                m_issues << tr("%1 is chosen but has no time window; expected at least one "
+                               "(press Add), or leave the day unchecked")
+                                .arg(dayName(d));
+        m_issues << windowOverlaps(dayWindows());
+    }
     if (s.proxy.empty() && m_proxyMode->currentIndex() == 2)
         m_issues << tr(
             "no proxy URL given; expected one, or choose \"From the system\" or "

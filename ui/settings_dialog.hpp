@@ -9,7 +9,10 @@
 
 #include <QDialog>
 
+#include <QTime>
+
 #include <array>
+#include <vector>
 
 class QCheckBox;
 class QComboBox;
@@ -19,8 +22,17 @@ class QLineEdit;
 class QSpinBox;
 class QTabWidget;
 class QTimeEdit;
+class QToolButton;
+class QVBoxLayout;
 
 namespace tandem::ui {
+
+// One time window of one weekday, in local minutes of the day (0..1439).
+struct DayWindow {
+    int startMinute = 0;
+    int endMinute = 0;
+    bool operator==(const DayWindow&) const = default;
+};
 
 class SettingsDialog final : public QDialog {
     Q_OBJECT
@@ -42,9 +54,15 @@ class SettingsDialog final : public QDialog {
     QDoubleSpinBox* downloadCapGb() const { return m_downCap; }
     QCheckBox* onlyWhenIdle() const { return m_idle; }
     QCheckBox* useTimeWindows() const { return m_useWindows; }
+    // Weekday 0 = Monday ... 6 = Sunday; each day lists any number of windows.
     QCheckBox* dayEnabled(int weekday) const { return m_days[weekday].on; }
-    QTimeEdit* dayFrom(int weekday) const { return m_days[weekday].from; }
-    QTimeEdit* dayTo(int weekday) const { return m_days[weekday].to; }
+    int windowCount(int weekday) const { return static_cast<int>(m_days[weekday].rows.size()); }
+    QTimeEdit* windowFrom(int weekday, int i) const { return m_days[weekday].rows[i].from; }
+    QTimeEdit* windowTo(int weekday, int i) const { return m_days[weekday].rows[i].to; }
+    QToolButton* addWindowButton(int weekday) const { return m_days[weekday].add; }
+    QToolButton* removeWindowButton(int weekday, int i) const {
+        return m_days[weekday].rows[i].remove;
+    }
     QCheckBox* temperatureLimit() const { return m_tempOn; }
     QSpinBox* temperatureC() const { return m_temp; }
     QLineEdit* dataDirEdit() const { return m_dataDir; }
@@ -56,11 +74,23 @@ class SettingsDialog final : public QDialog {
 
   private:
     void load(const core::Settings& s);
-    struct Day {
-        QCheckBox* on = nullptr;
+    struct WindowRow {
+        QWidget* row = nullptr;
         QTimeEdit* from = nullptr;
         QTimeEdit* to = nullptr;
+        QToolButton* remove = nullptr;
     };
+    struct Day {
+        QCheckBox* on = nullptr;
+        QWidget* box = nullptr;  // holds the rows
+        QVBoxLayout* rowsLayout = nullptr;
+        QToolButton* add = nullptr;
+        std::vector<WindowRow> rows;
+    };
+    void addWindow(int weekday, QTime from, QTime to);
+    void removeWindow(int weekday, QWidget* row);
+    void clearWindows(int weekday);
+    std::array<std::vector<DayWindow>, 7> dayWindows() const;
     UiContext m_ctx;
     core::Settings m_original;
     QTabWidget* m_tabs;
@@ -88,10 +118,13 @@ class SettingsDialog final : public QDialog {
     QStringList m_issues;
 };
 
-// The per-weekday rows of the dialog to core time windows and back: one window per enabled
-// day (start == end is the whole day; an end before the start runs past midnight).
-std::vector<core::TimeWindow> windowsFromDays(const std::array<bool, 7>& on,
-                                              const std::array<int, 7>& startMinute,
-                                              const std::array<int, 7>& endMinute);
+// The per-weekday rows of the dialog to core time windows and back (start == end is the whole
+// day; an end before the start runs past midnight). Days with the same hours share one core
+// window, so Mon-Fri 18:00-08:00 stays one entry in settings.json.
+std::vector<core::TimeWindow> windowsFromDays(const std::array<std::vector<DayWindow>, 7>& days);
+std::array<std::vector<DayWindow>, 7> daysFromWindows(const std::vector<core::TimeWindow>& windows);
+// Windows of the week that overlap (a window past midnight counts on the next morning too), one
+// message per pair naming both; empty when none do.
+QStringList windowOverlaps(const std::array<std::vector<DayWindow>, 7>& days);
 
 }  // namespace tandem::ui

@@ -1,5 +1,6 @@
 // The settings dialog: every field written to settings.json and read back (round trip), time
-// windows per weekday merged into core windows, invalid values refused with core/settings'
+// windows per weekday (any number per day: added, removed, kept through open and OK, overlaps and
+// empty days refused) merged into core windows, invalid values refused with core/settings'
 // messages and nothing saved, start at login writing and removing the XDG autostart entry.
 #include "settings_dialog.hpp"
 
@@ -13,6 +14,7 @@
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTimeEdit>
+#include <QToolButton>
 
 using namespace tandem;
 using namespace tandem::uitest;
@@ -39,13 +41,38 @@ class TestUiSettings : public QObject {
     }
 
     void windowsFromDays() {
-        std::array<bool, 7> on{true, true, true, true, true, false, true};
-        std::array<int, 7> from{1080, 1080, 1080, 1080, 1080, 0, 600};
-        std::array<int, 7> to{480, 480, 480, 480, 480, 0, 720};
-        const auto w = ui::windowsFromDays(on, from, to);
+        std::array<std::vector<ui::DayWindow>, 7> days;
+        for (int d = 0; d < 5; ++d)
+            days[d] = {{1080, 480}};
+        days[6] = {{600, 720}, {1080, 480}};
+        const auto w = ui::windowsFromDays(days);
         QCOMPARE(w.size(), size_t(2));
-        QCOMPARE(w[0], (core::TimeWindow{core::TimeWindow::kWeekdays, 1080, 480}));
+        QCOMPARE(w[0], (core::TimeWindow{0x5f, 1080, 480}));  // Mon-Fri and Sunday
         QCOMPARE(w[1], (core::TimeWindow{0x40, 600, 720}));
+        QCOMPARE(ui::daysFromWindows(w)[6], (std::vector<ui::DayWindow>{{1080, 480}, {600, 720}}));
+        QVERIFY(ui::daysFromWindows(w)[5].empty());
+    }
+
+    void windowOverlaps() {
+        std::array<std::vector<ui::DayWindow>, 7> days;
+        days[0] = {{480, 720}, {720, 1080}};  // touching is fine
+        days[6] = {{0, 0}};                   // Sunday, the whole day
+        QVERIFY(ui::windowOverlaps(days).isEmpty());
+        days[1] = {{1080, 480}, {420, 600}};  // Tuesday evening to Wednesday 08:00; 07:00-10:00
+        QVERIFY(ui::windowOverlaps(days).isEmpty());
+        days[2] = {{420, 600}};  // Wednesday 07:00 lies in Tuesday's night window
+        QCOMPARE(ui::windowOverlaps(days),
+                 QStringList({"the time window Tuesday 18:00 to 08:00 overlaps Wednesday 07:00 "
+                              "to 10:00; expected windows that do not overlap (join them into "
+                              "one, or change the times)"}));
+        days[2].clear();
+        days[5] = {{1380, 60}};  // Saturday 23:00 to Sunday 01:00, into the whole Sunday
+        QCOMPARE(ui::windowOverlaps(days).size(), 1);
+        days[5].clear();
+        days[0].push_back({600, 660});  // inside Monday 08:00-12:00
+        QCOMPARE(ui::windowOverlaps(days).size(), 1);
+        days[0] = {{0, 0}};  // the whole Monday against Sunday's whole day: touching only
+        QVERIFY(ui::windowOverlaps(days).isEmpty());
     }
 
     void roundTrip() {
@@ -71,8 +98,9 @@ class TestUiSettings : public QObject {
         dialog.useTimeWindows()->setChecked(true);
         for (int d = 0; d < 5; ++d) {
             dialog.dayEnabled(d)->setChecked(true);
-            dialog.dayFrom(d)->setTime(QTime(18, 0));
-            dialog.dayTo(d)->setTime(QTime(8, 0));
+            QCOMPARE(dialog.windowCount(d), 1);
+            dialog.windowFrom(d, 0)->setTime(QTime(18, 0));
+            dialog.windowTo(d, 0)->setTime(QTime(8, 0));
         }
         dialog.uploadCapGb()->setValue(1.5);
         dialog.downloadCapGb()->setValue(0);
@@ -112,9 +140,122 @@ class TestUiSettings : public QObject {
         // Opened again on what was saved, the dialog shows the same values.
         ui::SettingsDialog again(ctx, s, nullptr);
         QCOMPARE(again.settings(), s);
-        QCOMPARE(again.dayFrom(2)->time(), QTime(18, 0));
+        QCOMPARE(again.windowFrom(2, 0)->time(), QTime(18, 0));
         QVERIFY(!again.dayEnabled(5)->isChecked());
         QCOMPARE(again.proxyMode()->currentIndex(), 2);
+    }
+
+    // settings.json may hold several windows on one day; opening the dialog and pressing OK
+    // keeps every one of them (the dialog once kept only the last window of each day).
+    void severalWindowsPerDaySurvive() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        auto ctx = context(bridge, services);
+        ctx.settingsFile = (m_dir.path() + QStringLiteral("/windows.json")).toStdString();
+        core::Settings original;
+        original.rules.useTimeWindows = true;
+        original.rules.timeWindows = {{0x01, 8 * 60, 12 * 60},                         // Monday
+                                      {0x01, 14 * 60, 18 * 60},                        // Monday
+                                      {core::TimeWindow::kWeekdays, 20 * 60, 6 * 60},  // Mon-Fri
+                                      {0x40, 0, 0}};                                   // Sunday
+        QVERIFY(core::validate(original).empty());
+        ui::SettingsDialog dialog(ctx, original, nullptr);
+        QCOMPARE(dialog.settings(), original);
+        dialog.accept();
+        QVERIFY2(dialog.issues().isEmpty(), qPrintable(dialog.issues().join('\n')));
+        auto loaded = core::loadSettings(ctx.settingsFile);
+        QVERIFY(loaded.ok());
+        QCOMPARE(loaded->settings.rules.timeWindows, original.rules.timeWindows);
+        QCOMPARE(dialog.windowCount(0), 3);  // Monday: 08-12, 14-18, 20-06
+        QCOMPARE(dialog.windowFrom(0, 1)->time(), QTime(14, 0));
+        QCOMPARE(dialog.windowTo(0, 1)->time(), QTime(18, 0));
+        QCOMPARE(dialog.windowCount(1), 1);
+        QVERIFY(!dialog.dayEnabled(5)->isChecked());
+    }
+
+    void addAndRemoveWindows() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        auto ctx = context(bridge, services);
+        ctx.settingsFile = (m_dir.path() + QStringLiteral("/addremove.json")).toStdString();
+        core::Settings original;
+        original.rules.useTimeWindows = true;
+        original.rules.timeWindows = {{0x02, 8 * 60, 12 * 60}};  // Tuesday morning
+        ui::SettingsDialog dialog(ctx, original, nullptr);
+        QCOMPARE(dialog.windowCount(1), 1);
+        // Add a second Tuesday window: it starts where the first ends.
+        QTest::mouseClick(dialog.addWindowButton(1), Qt::LeftButton);
+        QCOMPARE(dialog.windowCount(1), 2);
+        QCOMPARE(dialog.windowFrom(1, 1)->time(), QTime(12, 0));
+        dialog.windowFrom(1, 1)->setTime(QTime(13, 0));
+        dialog.windowTo(1, 1)->setTime(QTime(17, 30));
+        // Adding on an unchecked day checks it.
+        QVERIFY(!dialog.dayEnabled(3)->isChecked());
+        QTest::mouseClick(dialog.addWindowButton(3), Qt::LeftButton);
+        QVERIFY(dialog.dayEnabled(3)->isChecked());
+        QCOMPARE(dialog.windowCount(3), 2);  // the offered evening window and the new one
+        QTest::mouseClick(dialog.removeWindowButton(3, 1), Qt::LeftButton);
+        QCOMPARE(dialog.windowCount(3), 1);
+        dialog.accept();
+        QVERIFY2(dialog.issues().isEmpty(), qPrintable(dialog.issues().join('\n')));
+        auto loaded = core::loadSettings(ctx.settingsFile);
+        QVERIFY(loaded.ok());
+        QCOMPARE(loaded->settings.rules.timeWindows,
+                 (std::vector<core::TimeWindow>{
+                     {0x02, 8 * 60, 12 * 60}, {0x02, 13 * 60, 17 * 60 + 30}, {0x08, 1080, 480}}));
+
+        // Removing the first Tuesday window keeps the second.
+        ui::SettingsDialog again(ctx, loaded->settings, nullptr);
+        QCOMPARE(again.windowCount(1), 2);
+        QTest::mouseClick(again.removeWindowButton(1, 0), Qt::LeftButton);
+        QCOMPARE(again.windowCount(1), 1);
+        QCOMPARE(again.windowFrom(1, 0)->time(), QTime(13, 0));
+        QCOMPARE(again.settings().rules.timeWindows,
+                 (std::vector<core::TimeWindow>{{0x02, 13 * 60, 17 * 60 + 30}, {0x08, 1080, 480}}));
+    }
+
+    void invalidWindowsAreRefused() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        auto ctx = context(bridge, services);
+        ctx.settingsFile = (m_dir.path() + QStringLiteral("/badwindows.json")).toStdString();
+        core::Settings original;
+        original.rules.useTimeWindows = true;
+        original.rules.timeWindows = {{0x01, 8 * 60, 12 * 60}};
+        ui::SettingsDialog dialog(ctx, original, nullptr);
+        // Monday: a second window inside the first.
+        QTest::mouseClick(dialog.addWindowButton(0), Qt::LeftButton);
+        dialog.windowFrom(0, 1)->setTime(QTime(11, 0));
+        dialog.windowTo(0, 1)->setTime(QTime(13, 0));
+        // Friday chosen, but its only window removed.
+        dialog.dayEnabled(4)->setChecked(true);
+        QTest::mouseClick(dialog.removeWindowButton(4, 0), Qt::LeftButton);
+        QCOMPARE(dialog.windowCount(4), 0);
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Rejected));
+        QCOMPARE(dialog.issues(),
+                 QStringList({"Friday is chosen but has no time window; expected at least one "
+                              "(press Add), or leave the day unchecked",
+                              "the time window Monday 08:00 to 12:00 overlaps Monday 11:00 to "
+                              "13:00; expected windows that do not overlap (join them into one, "
+                              "or change the times)"}));
+        auto* errors = dialog.findChild<QLabel*>(QStringLiteral("errors"));
+        QVERIFY(errors->isVisibleTo(&dialog));
+        QVERIFY(errors->text().contains(QStringLiteral("overlaps Monday 11:00 to 13:00")));
+        QVERIFY(!QFile::exists(QString::fromStdString(ctx.settingsFile.string())));
+        // Switching the windows off is always allowed: nothing is checked then.
+        dialog.useTimeWindows()->setChecked(false);
+        dialog.accept();
+        QVERIFY2(dialog.issues().isEmpty(), qPrintable(dialog.issues().join('\n')));
+        // Fixed: the second window after the first, Friday unchecked.
+        ui::SettingsDialog fixed(ctx, original, nullptr);
+        QTest::mouseClick(fixed.addWindowButton(0), Qt::LeftButton);
+        fixed.windowTo(0, 1)->setTime(QTime(13, 0));
+        fixed.accept();
+        QVERIFY2(fixed.issues().isEmpty(), qPrintable(fixed.issues().join('\n')));
+        QCOMPARE(
+            fixed.settings().rules.timeWindows,
+            (std::vector<core::TimeWindow>{{0x01, 8 * 60, 12 * 60}, {0x01, 12 * 60, 13 * 60}}));
     }
 
     void invalidValuesAreRefused() {
