@@ -6,7 +6,7 @@
 // (JSON and CSV) for docs/benchmarks.md and bench/plot_diloco.py.
 //
 // Dimensions: K workers, B batch per worker, T sequence, H inner steps per round, P parameters.
-#include "aggregate.hpp"  // coordinator/: addScaled, the fp32 commit of an upload
+#include "aggregate.hpp"  // coordinator/: addScaled (the fp32 commit), rebaseOnto
 #include "backend.hpp"
 #include "codec.hpp"
 #include "codec_int8.hpp"
@@ -71,7 +71,12 @@ const char* kUsage =
     "\n"
     "An arm is 'sync' or 'h<H>' followed by '-' options: fp32 (default), fp16, int8 (the\n"
     "pseudo-gradient encoding), drop<P> (P% of uploads lost), stale<S> (one result per round\n"
-    "arrives S versions late), olr<X> and mom<X> (outer lr and momentum for this arm).\n"
+    "arrives S versions late), pipe (every upload arrives one version late, as when each\n"
+    "worker starts its next unit from the weights it has while its upload is in flight), dc\n"
+    "(a late delta is re-based onto the weights it lands on: the coordinator's delay\n"
+    "correction), wus (the inner lr warms up and decays within each round, as work units\n"
+    "do), cst (the inner lr warms up once and then stays at its peak: a run of open length),\n"
+    "olr<X> and mom<X> (outer lr and momentum for this arm).\n"
     "Default arms: sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1\n";
 
 const char* kDefaultArms =
@@ -90,6 +95,10 @@ struct Arm {
     Encoding encoding = Encoding::Fp32;
     double dropRate = 0;
     int staleness = 0;
+    bool pipelined = false;       // every upload lands one round late (workers overlap uploads)
+    bool delayCorrected = false;  // a late delta is re-based onto the weights it lands on
+    bool roundSchedule = false;   // inner lr warms up and decays within each round
+    bool constantLr = false;      // inner lr warms up once, then stays at its peak
     std::optional<float> outerLr, outerMomentum;
 };
 
@@ -145,7 +154,7 @@ Expected<Arm> parseArm(const std::string& text) {
     auto bad = [&](const std::string& why) {
         return makeError("arm '" + text + "': " + why +
                          "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
-                         "[-olr<X>][-mom<X>]");
+                         "[-pipe][-dc][-wus][-cst][-olr<X>][-mom<X>]");
     };
     auto number = [](const std::string& s, double* out) {
         char* end = nullptr;
@@ -171,6 +180,14 @@ Expected<Arm> parseArm(const std::string& text) {
         } else if (p.rfind("stale", 0) == 0 && number(p.substr(5), &value) && value >= 0 &&
                    value <= 8 && value == std::floor(value)) {
             arm.staleness = static_cast<int>(value);
+        } else if (p == "pipe") {
+            arm.pipelined = true;
+        } else if (p == "dc") {
+            arm.delayCorrected = true;
+        } else if (p == "wus") {
+            arm.roundSchedule = true;
+        } else if (p == "cst") {
+            arm.constantLr = true;
         } else if (p.rfind("olr", 0) == 0 && number(p.substr(3), &value) && value > 0) {
             arm.outerLr = static_cast<float>(value);
         } else if (p.rfind("mom", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
@@ -518,10 +535,14 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         int arrivesAtRound;
         int staleness;
         Upload upload;
+        std::vector<float> base;  // (P) the weights it was trained from (for dc)
     };
     std::vector<Late> inFlight;
     Rng faults(0xfa17ull * static_cast<uint64_t>(result.seed) + static_cast<uint64_t>(H));
     const LrSchedule schedule{ctx.lr, ctx.lr / 10, std::max(1, ctx.steps / 10), ctx.steps};
+    // What the coordinator puts in a work unit's manifest.
+    const LrSchedule roundSchedule{ctx.lr, ctx.lr / 10, std::min(H / 10, 100), H};
+    const LrSchedule constantSchedule{ctx.lr, ctx.lr, std::max(1, ctx.steps / 10), ctx.steps};
     const AdamWConfig adamw;
     const size_t n = static_cast<size_t>(B) * T;
     std::vector<int32_t> inputs(n), targets(n);
@@ -551,7 +572,11 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                     result.lastTrainLoss = *loss;
                 if (auto st = w.backward(); !st)
                     return st.error();
-                if (auto st = w.adamwStep(adamw, schedule.at(int64_t{r} * H + h)); !st)
+                const int64_t step = int64_t{r} * H + h;
+                const float lr = arm.roundSchedule ? roundSchedule.at(h)
+                                 : arm.constantLr  ? constantSchedule.at(step)
+                                                   : schedule.at(step);
+                if (auto st = w.adamwStep(adamw, lr); !st)
                     return st.error();
             }
             if (auto st = w.storeParameters(end); !st)
@@ -578,9 +603,14 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             }
             onTime.push_back(k);
         }
-        if (arm.staleness > 0 && !onTime.empty()) {
+        if (arm.pipelined) {
+            for (int k : onTime)
+                inFlight.push_back({r + 1, 1, uploads[k], theta});
+            result.staleResults += static_cast<int>(onTime.size());
+            onTime.clear();
+        } else if (arm.staleness > 0 && !onTime.empty()) {
             const size_t pick = faults.below(onTime.size());
-            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[onTime[pick]]});
+            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[onTime[pick]], theta});
             onTime.erase(onTime.begin() + static_cast<std::ptrdiff_t>(pick));
             ++result.staleResults;
         }
@@ -597,6 +627,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                            static_cast<float>(w), &pool);
                 !st)
                 return st.error();
+            if (arm.delayCorrected)
+                coord::rebaseOnto(sum, it->base, theta, static_cast<float>(w), &pool);
             weightSum += w;
             it = inFlight.erase(it);
         }

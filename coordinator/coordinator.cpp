@@ -1326,14 +1326,45 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     }
     if (contributors == 0 || weightSum <= 0)
         return makeError("a round without results cannot close");
-    // The outer step and the file writes (seconds for a large model) run without the lock, so
-    // that heartbeats, downloads and status stay responsive; commits wait on `closing`, and
-    // nothing else changes theta, vel or sum.
+    // Late results by base version, to be re-based onto theta (coord::rebaseOnto).
+    std::vector<std::pair<int64_t, double>> late;  // (base version, weight sum)
+    {
+        auto q = db.prepare(
+            "SELECT w.base_version, SUM(s.weight) FROM results s JOIN work_units w ON w.id = "
+            "s.work_unit_id WHERE w.run_id = ? AND s.round = ? AND w.base_version < ? GROUP BY "
+            "w.base_version");
+        if (!q)
+            return q.error();
+        q->bind(1, runId).bind(2, r).bind(3, r);
+        while (q->step())
+            late.emplace_back(q->integer(0), q->real(1));
+    }
+    // The outer step and the file reads and writes (seconds for a large model) run without the
+    // lock, so that heartbeats, downloads and status stay responsive; commits wait on `closing`,
+    // and nothing else changes theta, vel or sum.
     closing = true;
     lock.unlock();
-    std::vector<float> newTheta = theta, newVel = vel;
-    outerNesterovStep(newTheta, newVel, sum, static_cast<float>(1.0 / weightSum), cfg.outer, &pool);
-    auto published = publishWeights(r + 1, newTheta, newVel);
+    std::vector<float> newTheta, newVel;
+    auto published = [&]() -> Expected<ServedFile> {
+        std::vector<float> rebased;
+        if (!late.empty())
+            rebased = sum;
+        for (const auto& [base, weight] : late) {
+            auto older = loadCheckpoint(weightsPath(base), model);
+            if (!older)
+                return makeError("re-basing the results trained from version " +
+                                 std::to_string(base) + ": " + older.error().message);
+            if (older->parameters.size() != theta.size())
+                return makeError("weights of version " + std::to_string(base) +
+                                 " have the wrong size for " + model.describe());
+            coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), &pool);
+        }
+        newTheta = theta;
+        newVel = vel;
+        outerNesterovStep(newTheta, newVel, late.empty() ? sum : rebased,
+                          static_cast<float>(1.0 / weightSum), cfg.outer, &pool);
+        return publishWeights(r + 1, newTheta, newVel);
+    }();
     lock.lock();
     closing = false;
     closeCv.notify_all();
@@ -1376,6 +1407,7 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     evalCv.notify_all();
     log("round " + std::to_string(r) + " closed: " + std::to_string(contributors) +
         " contributor(s), " + std::to_string(tokens) + " tokens, weight " + fmt(weightSum, 8) +
+        (late.empty() ? "" : " (late results re-based onto version " + std::to_string(r) + ")") +
         "; version " + std::to_string(version) + " published");
     return {};
 }

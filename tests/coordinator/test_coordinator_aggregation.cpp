@@ -42,6 +42,9 @@ std::vector<uint16_t> randomDelta(int64_t P, uint64_t seed, int maxExponent) {
 struct Contribution {
     std::vector<uint16_t> delta;
     double weight;
+    // For a late result: the weights it was trained from (float and double oracle).
+    const std::vector<float>* baseF = nullptr;
+    const std::vector<double>* baseD = nullptr;
 };
 
 struct Oracle {
@@ -62,6 +65,14 @@ struct Oracle {
                 sumF[i] = sumF[i] + static_cast<float>(c.weight) * static_cast<float>(x);
                 sumD[i] += c.weight * x;
             }
+        // Late results are re-based at the close, after every commit: their delta becomes
+        // theta - end = delta - (base - theta).
+        for (auto& c : parts)
+            if (c.baseF != nullptr)
+                for (size_t i = 0; i < P; ++i) {
+                    sumF[i] -= static_cast<float>(c.weight) * ((*c.baseF)[i] - thetaF[i]);
+                    sumD[i] -= c.weight * ((*c.baseD)[i] - thetaD[i]);
+                }
         const float scale = static_cast<float>(1.0 / W);
         for (size_t i = 0; i < P; ++i) {
             const float d = scale * sumF[i];
@@ -151,6 +162,8 @@ class TestCoordinatorAggregation : public QObject {
         QCOMPARE(c->currentVersion(), 0);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, b, rB, 12)).ok());
         QCOMPARE(c->currentVersion(), 1);  // quorum 2 closed round 0
+        const std::vector<float> theta0F = oracle.thetaF;
+        const std::vector<double> theta0D = oracle.thetaD;
         oracle.round({{dA, 32}, {dB, 96}});
         QCOMPARE(c->weights(), oracle.thetaF);
         QCOMPARE(c->velocity(), oracle.velF);
@@ -177,7 +190,7 @@ class TestCoordinatorAggregation : public QObject {
         auto rA2 = buildResult(wuA2, dA2, a.key, 64);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, a, rA2, 15)).ok());
         QCOMPARE(c->currentVersion(), 2);
-        oracle.round({{dC, 64}, {dA2, 64}});
+        oracle.round({{dC, 64, &theta0F, &theta0D}, {dA2, 64}});
         QCOMPARE(c->weights(), oracle.thetaF);
         QCOMPARE(c->velocity(), oracle.velF);
         const auto w = c->weights();
@@ -199,6 +212,59 @@ class TestCoordinatorAggregation : public QObject {
         t.close();
         t.open();
         QCOMPARE(t.coordinator().weights(), oracle.thetaF);
+    }
+
+    // With outer lr 1 and no momentum, a round of results that are all one version late must
+    // publish the weighted mean of their workers' end points (theta_0 - delta), not re-apply
+    // round 0's step on top of version 1.
+    void lateResultsLandOnTheirEndPoints() {
+        coord::CoordinatorConfig cfg;
+        cfg.model = "L=1,NH=2,C=16,T=16";
+        cfg.innerSteps = 4;
+        cfg.batch = 2;
+        cfg.quorum = 2;
+        cfg.maxStaleness = 1;
+        cfg.staleWeightFactor = 0.5;
+        cfg.outer = OuterConfig{1.0f, 0.0f};
+        cfg.maxNormRatio = 1e9;
+        cfg.backgroundThreads = false;
+        TestCoordinator t(cfg, false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        auto& c = t.coordinator();
+        const int64_t P = c.parameterCount();
+        const std::vector<float> theta0 = c.weights();
+        std::vector<Direct> clients;
+        std::vector<net::Manifest> units;
+        for (const char* name : {"a", "b", "c", "d"}) {
+            clients.push_back(registerDirect(c, name));
+            units.push_back(work(c, clients.back()));
+        }
+        std::vector<std::vector<uint16_t>> deltas;
+        for (uint64_t k = 0; k < 4; ++k)
+            deltas.push_back(randomDelta(P, 20 + k, 13));
+        const int64_t tokens[4] = {64, 64, 32, 96};
+        for (size_t k = 0; k < 4; ++k) {
+            auto receipt = net::Receipt::fromJson(uploadInPieces(
+                c, clients[k], buildResult(units[k], deltas[k], clients[k].key, tokens[k]), k));
+            QVERIFY(receipt.ok());
+            QCOMPARE(receipt->round, int64_t(k / 2));
+        }
+        QCOMPARE(c.currentVersion(), 2);
+        const auto theta2 = c.weights();
+        double farthest = 0;
+        for (int64_t i = 0; i < P; ++i) {
+            const double endC = theta0[size_t(i)] - decodeHalf(deltas[2][size_t(i)]);
+            const double endD = theta0[size_t(i)] - decodeHalf(deltas[3][size_t(i)]);
+            const double mean = (32 * endC + 96 * endD) / 128;
+            QVERIFY2(std::abs(theta2[size_t(i)] - mean) <= 1e-5,
+                     qPrintable(QString("parameter %1: %2, mean of the end points %3")
+                                    .arg(i)
+                                    .arg(theta2[size_t(i)])
+                                    .arg(mean)));
+            farthest = std::max(
+                farthest, std::abs(mean - (theta0[size_t(i)] - decodeHalf(deltas[0][size_t(i)]))));
+        }
+        QVERIFY(farthest > 1e-3);  // round 0's step is big enough to tell the two apart
     }
 
     void refusedUploadLeavesTheSumUntouched() {
