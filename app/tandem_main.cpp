@@ -19,6 +19,7 @@
 #include "ui_prefs.hpp"
 #include "wizard.hpp"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <QApplication>
@@ -57,6 +58,17 @@ std::string hostName() {
     return buf;
 }
 
+// Memory (ui/README.md, "Memory"). OpenBLAS starts one idle server thread per core when the
+// library loads, each with its own buffer and arena, before main() can say anything; the engine
+// runs OpenBLAS single-threaded inside its own pool (kernels/cpu/cpu_ops.cpp), so those threads
+// only cost memory. Without OPENBLAS_NUM_THREADS set, start again once with it set to 1.
+void reexecWithOneBlasThread(char** argv) {
+    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr)
+        return;
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    ::execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
+}
+
 // Settings that only take effect with a new engine (the rest are applied in place).
 bool needsRestart(const core::Settings& a, const core::Settings& b) {
     return a.device != b.device || a.coordinatorUrl != b.coordinatorUrl || a.caFile != b.caFile ||
@@ -70,8 +82,12 @@ bool needsRestart(const core::Settings& a, const core::Settings& b) {
 class EngineHost {
   public:
     EngineHost(ui::EngineBridge& bridge, const core::Clock& clock, const core::TimeZone& zone,
-               fs::path configDir)
-        : m_bridge(bridge), m_clock(clock), m_zone(zone), m_configDir(std::move(configDir)) {}
+               core::IdleSource& idle, fs::path configDir)
+        : m_bridge(bridge),
+          m_clock(clock),
+          m_zone(zone),
+          m_idle(idle),
+          m_configDir(std::move(configDir)) {}
     ~EngineHost() { stop(); }
 
     fs::path dataDir(const core::Settings& s) const {
@@ -162,9 +178,9 @@ class EngineHost {
     ui::EngineBridge& m_bridge;
     const core::Clock& m_clock;
     const core::TimeZone& m_zone;
+    core::IdleSource& m_idle;
     fs::path m_configDir;
     core::PlatformProbe m_platform;
-    ui::DBusIdleSource m_idle;
     std::unique_ptr<core::NetCoordinatorApi> m_api;
     std::unique_ptr<core::Engine> m_engine;
 };
@@ -172,6 +188,10 @@ class EngineHost {
 }  // namespace
 
 int main(int argc, char** argv) {
+    reexecWithOneBlasThread(argv);
+    // Few malloc arenas: the GUI, D-Bus, thread-pool and engine threads would otherwise each
+    // keep an arena of freed memory (about 10 MB measured).
+    mallopt(M_ARENA_MAX, 2);
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("tandem"));
     QApplication::setApplicationDisplayName(QStringLiteral("Tandem"));
@@ -277,6 +297,9 @@ int main(int argc, char** argv) {
     context.settings = &settings;
     context.settingsFile = settingsFile;
     context.prefs = &prefs;
+    // Asked by the engine's thread; its reason is shown where "only when idle" is on.
+    ui::DBusIdleSource idle;
+    context.idleUnknownReason = [&idle] { return idle.unknownReason(); };
 
     if (firstRun || settings.coordinatorUrl.empty()) {
         if (parser.isSet(skipWizardOpt) && !initial.coordinatorUrl.empty()) {
@@ -300,7 +323,7 @@ int main(int argc, char** argv) {
     ui::AppActions actions(&bridge, nullptr);
     ui::MainWindow window(context, &actions);
     ui::TrayController tray(context, &actions, &window);
-    EngineHost host(bridge, clock, zone, configDir);
+    EngineHost host(bridge, clock, zone, idle, configDir);
     auto startEngine = [&] {
         const QString error = host.start(settings);
         window.setNotice(error.isEmpty() ? QString()
@@ -309,6 +332,17 @@ int main(int argc, char** argv) {
         tray.update();
     };
     startEngine();
+
+    // Freed heap goes back to the system when the engine stops training (paused, waiting, between
+    // work units): glibc keeps it otherwise. A moment later, once the engine has let go.
+    QTimer trimTimer;
+    trimTimer.setSingleShot(true);
+    trimTimer.setInterval(2000);
+    QObject::connect(&trimTimer, &QTimer::timeout, [] { malloc_trim(0); });
+    QObject::connect(&bridge, &ui::EngineBridge::stateChanged, &trimTimer, [&](int state) {
+        if (static_cast<core::EngineState>(state) != core::EngineState::Training)
+            trimTimer.start();
+    });
 
     QObject::connect(&instance, &ui::SingleInstance::raiseRequested, &window,
                      &ui::MainWindow::bringToFront);

@@ -67,6 +67,11 @@ OverviewPage::OverviewPage(const UiContext& context, QWidget* parent) : Page(con
     m_notice->setMargin(8);
     m_notice->hide();
     layout->addWidget(m_notice);
+    m_idleNote = valueLabel(content, QStringLiteral("idleUnknown"));
+    m_idleNote->setFrameShape(QFrame::StyledPanel);
+    m_idleNote->setMargin(8);
+    m_idleNote->hide();
+    layout->addWidget(m_idleNote);
 
     auto* unitBox = new QGroupBox(tr("Current work unit"), content);
     auto* unitForm = new QFormLayout(unitBox);
@@ -120,6 +125,12 @@ void OverviewPage::refresh() {
     m_headline->setAccessibleName(v.headline);
     m_detail->setText(v.detail);
     m_detail->setVisible(!v.detail.isEmpty());
+    const QString idleReason =
+        attached && m_ctx.settings && m_ctx.settings->rules.onlyWhenIdle && m_ctx.idleUnknownReason
+            ? m_ctx.idleUnknownReason()
+            : QString();
+    m_idleNote->setText(idleReason.isEmpty() ? QString() : idleUnknownNotice(idleReason));
+    m_idleNote->setVisible(!idleReason.isEmpty());
 
     const bool held = s.state == core::EngineState::Paused ||
                       s.state == core::EngineState::Snoozed || s.snoozedUntilMs.has_value();

@@ -65,6 +65,7 @@ class OverviewPage final : public Page {
     QLabel* m_headline;
     QLabel* m_detail;
     QLabel* m_notice;
+    QLabel* m_idleNote;  // "only when idle" on, idle time unknown
     QLabel* m_device;
     QLabel* m_unit;
     QProgressBar* m_progress;

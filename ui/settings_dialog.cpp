@@ -2,6 +2,7 @@
 
 #include "async.hpp"
 #include "autostart.hpp"
+#include "state_view.hpp"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -183,6 +184,16 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     idleRow->addWidget(m_idleMinutes);
     idleRow->addStretch(1);
     rLayout->addLayout(idleRow);
+    // Without an idle time from the desktop the rule cannot hold: say so next to it.
+    m_idleUnknown = new QLabel(rules);
+    m_idleUnknown->setObjectName(QStringLiteral("idleUnknown"));
+    m_idleUnknown->setWordWrap(true);
+    const QString idleReason = m_ctx.idleUnknownReason ? m_ctx.idleUnknownReason() : QString();
+    m_idleUnknown->setText(idleReason.isEmpty() ? QString() : idleUnknownNotice(idleReason));
+    m_idleUnknown->hide();
+    connect(m_idle, &QCheckBox::toggled, this,
+            [this](bool on) { m_idleUnknown->setVisible(on && !m_idleUnknown->text().isEmpty()); });
+    rLayout->addWidget(m_idleUnknown);
     m_battery = new QCheckBox(tr("Pause while on &battery"), rules);
     m_battery->setObjectName(QStringLiteral("pauseOnBattery"));
     rLayout->addWidget(m_battery);

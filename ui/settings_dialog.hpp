@@ -53,6 +53,7 @@ class SettingsDialog final : public QDialog {
     QDoubleSpinBox* uploadCapGb() const { return m_upCap; }
     QDoubleSpinBox* downloadCapGb() const { return m_downCap; }
     QCheckBox* onlyWhenIdle() const { return m_idle; }
+    QLabel* idleUnknownNote() const { return m_idleUnknown; }  // shown when idle is unknown
     QCheckBox* useTimeWindows() const { return m_useWindows; }
     // Weekday 0 = Monday ... 6 = Sunday; each day lists any number of windows.
     QCheckBox* dayEnabled(int weekday) const { return m_days[weekday].on; }
@@ -100,6 +101,7 @@ class SettingsDialog final : public QDialog {
     QCheckBox* m_autostart;
     QCheckBox* m_idle;
     QSpinBox* m_idleMinutes;
+    QLabel* m_idleUnknown;
     QCheckBox* m_battery;
     QCheckBox* m_useWindows;
     std::array<Day, 7> m_days;

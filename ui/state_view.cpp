@@ -114,6 +114,15 @@ StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t no
     return v;
 }
 
+QString idleUnknownNotice(const QString& reason) {
+    return QCoreApplication::translate(
+               "tandem::ui::StateView",
+               "“Only when idle” cannot be followed: Tandem cannot tell how long this "
+               "computer has been idle (%1), so it works as if the computer were idle. Switch the "
+               "rule off, or use time windows instead.")
+        .arg(reason);
+}
+
 QString stateIconPath(StateKind kind) {
     switch (kind) {
         case StateKind::Working:

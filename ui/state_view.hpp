@@ -22,6 +22,9 @@ struct StateView {
 // attached: an engine runs (false before a coordinator is chosen).
 StateView describeState(const core::EngineSnapshot& snapshot, bool attached, int64_t nowMs,
                         const core::TimeZone& zone);
+// "Only when idle" is on but the idle time is unknown (reason from DBusIdleSource): what the
+// Overview and the settings dialog say about it.
+QString idleUnknownNotice(const QString& reason);
 QString stateIconPath(StateKind kind);  // ":/icons/tray-working.svg", ...
 QIcon stateIcon(StateKind kind);
 QString stateKindName(StateKind kind);

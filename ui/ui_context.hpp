@@ -4,7 +4,10 @@
 
 #include "settings.hpp"
 
+#include <QString>
+
 #include <filesystem>
+#include <functional>
 
 namespace tandem::ui {
 
@@ -18,6 +21,9 @@ struct UiContext {
     core::Settings* settings = nullptr;  // the settings in force (app/ owns them)
     std::filesystem::path settingsFile;  // where the settings dialog saves them
     UiPrefs* prefs = nullptr;            // one-time notices, last bandwidth measurement
+    // Why the idle time cannot be known here (DBusIdleSource::unknownReason); empty when it is
+    // known. Unset: known. Shown where "only when idle" is on, since the rule cannot hold then.
+    std::function<QString()> idleUnknownReason;
 };
 
 }  // namespace tandem::ui

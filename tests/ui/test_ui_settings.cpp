@@ -5,6 +5,7 @@
 #include "settings_dialog.hpp"
 
 #include "autostart.hpp"
+#include "idle_dbus.hpp"
 #include "ui_fixture.hpp"
 
 #include <QCheckBox>
@@ -38,6 +39,45 @@ class TestUiSettings : public QObject {
     void initTestCase() {
         // The autostart entry goes below this test's own config directory.
         qputenv("XDG_CONFIG_HOME", (m_dir.path() + QStringLiteral("/config")).toUtf8());
+        // No session bus: the idle time is unknown (before anything in the test asks D-Bus).
+        qputenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/tandem-test-bus");
+    }
+
+    // GetSessionIdleTime: KDE answers milliseconds, gnome-screensaver and its forks seconds.
+    void screenSaverIdleUnits() {
+        QCOMPARE(ui::screenSaverIdleSeconds(90'500, true), int64_t(90));
+        QCOMPARE(ui::screenSaverIdleSeconds(90, false), int64_t(90));
+        QCOMPARE(ui::screenSaverIdleSeconds(4'000'000'000u, true), int64_t(4'000'000));
+    }
+
+    // Without a session bus the idle time is unknown, and a user who asked for "only when idle"
+    // is told so next to the setting.
+    void unknownIdleIsExplained() {
+        ui::DBusIdleSource idle;
+        QVERIFY(idle.unknownReason().isEmpty());  // not asked yet
+        QCOMPARE(idle.idleSeconds(), std::optional<int64_t>());
+        QCOMPARE(idle.unknownReason(),
+                 QStringLiteral("there is no D-Bus session bus to ask the desktop"));
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        auto ctx = context(bridge, services);
+        ctx.idleUnknownReason = [&idle] { return idle.unknownReason(); };
+        core::Settings s;
+        s.rules.onlyWhenIdle = true;
+        ui::SettingsDialog dialog(ctx, s, nullptr);
+        QLabel* note = dialog.idleUnknownNote();
+        QVERIFY(!note->isHidden());
+        QVERIFY2(note->text().contains(QStringLiteral("cannot tell how long this computer has been "
+                                                      "idle (there is no D-Bus session bus")),
+                 qPrintable(note->text()));
+        dialog.onlyWhenIdle()->setChecked(false);
+        QVERIFY(note->isHidden());
+        dialog.onlyWhenIdle()->setChecked(true);
+        QVERIFY(!note->isHidden());
+        // Known idle time: nothing to say.
+        ctx.idleUnknownReason = [] { return QString(); };
+        ui::SettingsDialog known(ctx, s, nullptr);
+        QVERIFY(known.idleUnknownNote()->isHidden());
     }
 
     void windowsFromDays() {

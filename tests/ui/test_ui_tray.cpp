@@ -49,6 +49,7 @@ class TestUiTray : public QObject {
     std::unique_ptr<ui::UiPrefs> m_prefs;
     core::Settings m_settings;
     ui::UiContext m_ctx;
+    QString m_idleReason;  // what the idle source says; empty: known
     std::unique_ptr<ui::AppActions> m_actions;
     std::unique_ptr<ui::MainWindow> m_window;
     std::unique_ptr<ui::TrayController> m_tray;
@@ -96,6 +97,7 @@ class TestUiTray : public QObject {
         m_ctx.bridge = m_bridge.get();
         m_ctx.settings = &m_settings;
         m_ctx.prefs = m_prefs.get();
+        m_ctx.idleUnknownReason = [this] { return m_idleReason; };
         m_actions = std::make_unique<ui::AppActions>(m_bridge.get(), nullptr);
         m_window = std::make_unique<ui::MainWindow>(m_ctx, m_actions.get());
         m_tray = std::make_unique<ui::TrayController>(m_ctx, m_actions.get(), m_window.get());
@@ -194,6 +196,25 @@ class TestUiTray : public QObject {
         for (const auto& n : m_tray->notices())
             firsts += n.title.startsWith(QStringLiteral("Your first contribution")) ? 1 : 0;
         QCOMPARE(firsts, 1);
+    }
+
+    // "Only when idle" with an unknown idle time: the Overview says why the rule cannot hold.
+    void unknownIdleIsExplained() {
+        auto* note = m_window->overviewPage()->findChild<QLabel*>(QStringLiteral("idleUnknown"));
+        QVERIFY(note);
+        m_idleReason = QStringLiteral("there is no D-Bus session bus to ask the desktop");
+        m_window->refresh();
+        QVERIFY(note->isHidden());  // the rule is off: nothing to explain
+        m_settings.rules.onlyWhenIdle = true;
+        m_window->refresh();
+        QVERIFY(!note->isHidden());
+        QVERIFY2(note->text().contains(QStringLiteral("cannot tell how long this computer has been "
+                                                      "idle (there is no D-Bus session bus")),
+                 qPrintable(note->text()));
+        m_idleReason.clear();  // known again
+        m_window->refresh();
+        QVERIFY(note->isHidden());
+        m_settings.rules.onlyWhenIdle = false;
     }
 
     void cleanupTestCase() {
