@@ -39,6 +39,11 @@ Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/pro
   --outer-lr LR             outer Nesterov learning rate (default 0.7)
   --outer-momentum MU       outer Nesterov momentum (default 0.9)
   --inner-lr LR             peak inner AdamW learning rate (default 6e-4)
+  --lr-warmup-steps N       the inner lr warms up over the run's first N steps (default 100);
+                            the run's step is its version x --inner-steps
+  --lr-decay-steps N        cosine decay of the inner lr to a tenth of its peak at the run's
+                            step N (default 0: constant after the warmup, for a run of open
+                            length)
   --threads N               threads for aggregation and validation (default 2)
   --http-threads N          HTTPS worker threads (default 32)
   --max-uploads N           concurrent uploads in all (default 4)
@@ -194,6 +199,9 @@ int main(int argc, char** argv) {
             if (a == "--seed") {
                 if ((v = need(i)) && toInt(a, *v, 0, (1LL << 53) - 1, n))
                     cfg.seed = static_cast<uint64_t>(n);
+            } else if (a == "--lr-warmup-steps" || a == "--lr-decay-steps") {
+                if ((v = need(i)) && toInt(a, *v, 0, 1LL << 40, n))
+                    (a == "--lr-warmup-steps" ? cfg.lrWarmupSteps : cfg.lrDecaySteps) = n;
             } else if (a == "--stale-weight" || a == "--max-norm-ratio" || a == "--outer-lr" ||
                        a == "--outer-momentum" || a == "--inner-lr") {
                 if (!(v = need(i)) || !toDouble(a, *v, d))
@@ -215,6 +223,10 @@ int main(int argc, char** argv) {
             }
         }
     }
+    if (error.empty() && cfg.lrDecaySteps > 0 && cfg.lrDecaySteps <= cfg.lrWarmupSteps)
+        error = "--lr-decay-steps (" + std::to_string(cfg.lrDecaySteps) +
+                ") must be larger than --lr-warmup-steps (" + std::to_string(cfg.lrWarmupSteps) +
+                ")";
     if (!error.empty())
         return fail(error);
 

@@ -125,6 +125,7 @@ struct Coordinator::Impl {
     int64_t P = 0;
     int batch = 0, seqLen = 0, innerSteps = 0, minInnerSteps = 1;
     float peakLr = 0, minLr = 0;
+    int64_t lrWarmupSteps = 0, lrDecaySteps = 0;
     uint64_t runSeed = 0;
     std::vector<uint8_t> train;       // shard 0
     std::vector<uint8_t> validation;  // held-out tail of the corpus
@@ -330,6 +331,8 @@ Status Coordinator::Impl::createRun() {
                 {"seq_len", T},
                 {"peak_lr", cfg.innerPeakLr},
                 {"min_lr", cfg.innerMinLr},
+                {"lr_warmup_steps", cfg.lrWarmupSteps},
+                {"lr_decay_steps", cfg.lrDecaySteps},
                 {"seed", cfg.seed & ((uint64_t{1} << 53) - 1)}};
     Transaction tx(db);
     if (!tx.started())
@@ -411,6 +414,9 @@ Status Coordinator::Impl::restore() {
     seqLen = c.at("seq_len").get<int>();
     peakLr = c.at("peak_lr").get<float>();
     minLr = c.at("min_lr").get<float>();
+    // Runs created before the run-wide schedule: its defaults.
+    lrWarmupSteps = c.value("lr_warmup_steps", int64_t{100});
+    lrDecaySteps = c.value("lr_decay_steps", int64_t{0});
     runSeed = c.at("seed").get<uint64_t>();
     version = q->integer(2);
     const int64_t trainBytes = q->integer(3);
@@ -763,7 +769,10 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
     m.innerSteps = H;
     m.batch = c.batch;
     m.seqLen = c.seqLen;
-    m.lr = LrSchedule{c.peakLr, c.minLr, std::min<int64_t>(H / 10, 100), H};
+    m.lr = c.lrDecaySteps > 0 ? LrSchedule{c.peakLr, c.minLr, c.lrWarmupSteps, c.lrDecaySteps}
+                              : LrSchedule{c.peakLr, c.peakLr, c.lrWarmupSteps,
+                                           std::max<int64_t>(1, c.lrWarmupSteps)};
+    m.lrStartStep = c.version * c.innerSteps;
     m.seed = seed;
     m.deadlineUnix = deadline;
     m.heartbeatSeconds = c.cfg.heartbeatSeconds;

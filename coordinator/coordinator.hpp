@@ -34,6 +34,11 @@ struct CoordinatorConfig {
     int seqLen = 0;  // 0: the model's maxSeqLen
     float innerPeakLr = 6e-4f;
     float innerMinLr = 6e-5f;
+    // The inner lr follows one schedule over the run's steps (innerSteps per version): linear
+    // warmup, then constant at the peak, or with lrDecaySteps > 0 a cosine to innerMinLr at
+    // that step. Restarting it in every unit costs about 7% of final loss (docs/benchmarks.md).
+    int64_t lrWarmupSteps = 100;
+    int64_t lrDecaySteps = 0;
     OuterConfig outer;
     int quorum = 2;
     int roundTimeoutSeconds = 600;

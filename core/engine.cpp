@@ -1134,7 +1134,7 @@ struct Engine::Impl {
                 failUnit("backward: " + st.error().message);
                 return TrainOutcome::Failed;
             }
-            auto stats = backend->adamwStep(cfg.adamw, m.lr.at(a.step));
+            auto stats = backend->adamwStep(cfg.adamw, m.learningRate(a.step));
             if (!stats) {
                 failUnit("AdamW: " + stats.error().message);
                 return TrainOutcome::Failed;

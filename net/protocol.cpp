@@ -212,7 +212,8 @@ json manifestBody(const Manifest& m) {
          {{"peak", m.lr.peakLr},
           {"min", m.lr.minLr},
           {"warmup_steps", m.lr.warmupSteps},
-          {"total_steps", m.lr.totalSteps}}},
+          {"total_steps", m.lr.totalSteps},
+          {"start_step", m.lrStartStep}}},
         {"seed", m.seed},
         {"deadline_unix", m.deadlineUnix},
         {"heartbeat_seconds", m.heartbeatSeconds},
@@ -388,6 +389,7 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         m.lr.minLr = static_cast<float>(lr.number("min", 0, 10));
         m.lr.warmupSteps = lr.integer("warmup_steps", 0, kMaxI64);
         m.lr.totalSteps = lr.integer("total_steps", 1, kMaxI64);
+        m.lrStartStep = l->contains("start_step") ? lr.integer("start_step", 0, kMaxI64) : 0;
         if (lr.failed())
             r.fail(lr.error().message);
     }

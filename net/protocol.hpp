@@ -69,13 +69,17 @@ struct Manifest {
     int innerSteps = 0;         // H
     int batch = 0;              // B
     int seqLen = 0;             // T
-    LrSchedule lr;
-    uint64_t seed = 0;  // < 2^53 so that JSON readers keep it exact
+    LrSchedule lr;              // the run's inner schedule
+    int64_t lrStartStep = 0;    // the run's step at this unit's first inner step
+    uint64_t seed = 0;          // < 2^53 so that JSON readers keep it exact
     int64_t deadlineUnix = 0;
     int heartbeatSeconds = 0;  // send progress at least this often
     std::string uploadUrl;
     int64_t maxUploadBytes = 0;
     Signature signature{};  // Ed25519 over signingText()
+
+    // Learning rate of inner step h (0-based) of this unit.
+    float learningRate(int64_t h) const { return lr.at(lrStartStep + h); }
 
     // Canonical JSON of every field but the signature (keys sorted, no spaces).
     std::string signingText() const;

@@ -186,6 +186,10 @@ class TestCoordinatorAggregation : public QObject {
 
         auto wuA2 = work(*c, a);
         QCOMPARE(wuA2.baseVersion, 1);
+        // The run-wide inner schedule: version 1 starts at the run's step 1 x H = 4, in the
+        // default 100-step warmup.
+        QCOMPARE(wuA2.lrStartStep, int64_t(4));
+        QCOMPARE(wuA2.learningRate(0), cfg.innerPeakLr * 5 / 100);
         const auto dA2 = randomDelta(P, 4, 16);
         auto rA2 = buildResult(wuA2, dA2, a.key, 64);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, a, rA2, 15)).ok());
@@ -227,6 +231,7 @@ class TestCoordinatorAggregation : public QObject {
         cfg.staleWeightFactor = 0.5;
         cfg.outer = OuterConfig{1.0f, 0.0f};
         cfg.maxNormRatio = 1e9;
+        cfg.lrWarmupSteps = 3;
         cfg.backgroundThreads = false;
         TestCoordinator t(cfg, false);
         QVERIFY2(t.ok(), t.error().c_str());
@@ -239,6 +244,10 @@ class TestCoordinatorAggregation : public QObject {
             clients.push_back(registerDirect(c, name));
             units.push_back(work(c, clients.back()));
         }
+        // Warmup over the run's first 3 steps, then constant at the peak (no decay set).
+        QCOMPARE(units[0].learningRate(0), cfg.innerPeakLr / 3);
+        QCOMPARE(units[0].learningRate(2), cfg.innerPeakLr);
+        QCOMPARE(units[0].learningRate(1000), cfg.innerPeakLr);
         std::vector<std::vector<uint16_t>> deltas;
         for (uint64_t k = 0; k < 4; ++k)
             deltas.push_back(randomDelta(P, 20 + k, 13));

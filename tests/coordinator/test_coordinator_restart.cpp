@@ -335,15 +335,17 @@ class TestCoordinatorRestart : public QObject {
         const int64_t version = db.integer("SELECT version FROM runs");
         QVERIFY(version >= 1);
         std::vector<float> theta = initial->parameters, vel(size_t(P), 0.0f);
+        std::vector<std::vector<float>> history;  // weights of every version so far
         const float lr = 0.7f, mu = 0.9f;
         for (int64_t r = 0; r < version; ++r) {
+            history.push_back(theta);
             auto rows = db.query(
                 "SELECT s.work_unit_id, s.weight, s.tokens, w.base_version FROM results s JOIN "
                 "work_units w ON w.id = s.work_unit_id WHERE s.round = " +
                 std::to_string(r) + " ORDER BY s.seq");
             QVERIFY(!rows.empty());
             std::vector<float> sum(size_t(P), 0.0f);
-            double W = 0;
+            double W = 0, lateW = 0;  // lateW: the results trained from version r - 1
             for (auto& row : rows) {
                 const int64_t wu = std::stoll(row[0]);
                 const double weight = std::stod(row[1]);
@@ -356,7 +358,14 @@ class TestCoordinatorRestart : public QObject {
                     sum[size_t(i)] =
                         sum[size_t(i)] + float(weight) * float(decodeHalf(d[size_t(i)]));
                 W += weight;
+                if (staleness == 1)
+                    lateW += weight;
             }
+            // Late results count from theta, not from the version they were trained on.
+            if (lateW > 0)
+                for (int64_t i = 0; i < P; ++i)
+                    sum[size_t(i)] -=
+                        float(lateW) * (history[size_t(r - 1)][size_t(i)] - theta[size_t(i)]);
             const float scale = float(1.0 / W);
             for (int64_t i = 0; i < P; ++i) {
                 const float dd = scale * sum[size_t(i)];

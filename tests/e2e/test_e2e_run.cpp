@@ -20,10 +20,9 @@ class TestE2eRun : public QObject {
         QTemporaryDir tmp;
         const fs::path dir = tmp.path().toStdString();
         Coordinator coord;
-        std::vector<std::string> args = {"--model",          "tiny", "--inner-steps", "40",
-                                         "--batch",          "4",    "--quorum",      "3",
-                                         "--round-timeout",  "60",   "--threads",     "1",
-                                         "--outer-momentum", "0.5"};
+        std::vector<std::string> args = {"--model",         "tiny", "--inner-steps", "40",
+                                         "--batch",         "4",    "--quorum",      "3",
+                                         "--round-timeout", "60",   "--threads",     "1"};
         args.push_back("--corpus");
         for (const auto& c : corpusArgs(dir))
             args.push_back(c);
@@ -67,15 +66,10 @@ class TestE2eRun : public QObject {
         qInfo("rounds %zu, validation loss %.4f after round 0 -> %.4f after round %lld",
               status.history.size(), first, last,
               static_cast<long long>(status.history.back().round));
-        // The best of the last three rounds: with the default outer step the loss still swings
-        // by up to 0.4 from round to round (an open problem of the outer-step defaults; see the
-        // closing note of session 1), so the very last round alone failed about 1 run in 6.
-        double bestRecent = last;
-        for (size_t i = status.history.size() >= 3 ? status.history.size() - 3 : 0;
-             i < status.history.size(); ++i)
-            bestRecent = std::min(bestRecent, static_cast<double>(*status.history[i].valLoss));
-        QVERIFY2(bestRecent < first - 0.3,
-                 (std::to_string(first) + " -> " + std::to_string(bestRecent)).c_str());
+        // The default outer step (0.7 / 0.9) with workers that overlap uploads: late results
+        // are re-based, so the loss falls and stays down instead of swinging.
+        QVERIFY2(last < first - 0.3,
+                 (std::to_string(first) + " -> " + std::to_string(last)).c_str());
 
         // Ledgers.
         const net::PublicKey coordKey = coord.publicKey();

@@ -35,6 +35,7 @@ Manifest sampleManifest() {
     m.batch = 8;
     m.seqLen = m.model.maxSeqLen;
     m.lr = LrSchedule{6e-4f, 6e-5f, 5, 50};
+    m.lrStartStep = 3;
     m.seed = (uint64_t{1} << 53) - 1;
     m.deadlineUnix = 1800000000;
     m.heartbeatSeconds = 30;
@@ -113,6 +114,12 @@ class TestNetProtocol : public QObject {
         QVERIFY(back->verify(key->publicKey()));
         QCOMPARE(back->seed, m.seed);
         QCOMPARE(back->lr.peakLr, m.lr.peakLr);
+        QCOMPARE(back->lrStartStep, int64_t(3));
+        // Step h of the unit is step 3 + h of the run: warmup 4/5, 5/5 of the peak, then cosine.
+        QCOMPARE(back->learningRate(0), 6e-4f * 4 / 5);
+        QCOMPARE(back->learningRate(1), 6e-4f);
+        QCOMPARE(back->learningRate(2), 6e-4f);
+        QVERIFY(back->learningRate(3) < 6e-4f);
         QCOMPARE(back->dataSha256, m.dataSha256);
         QCOMPARE(back->model, m.model);
         QCOMPARE(back->signingText(), m.signingText());
@@ -142,6 +149,12 @@ class TestNetProtocol : public QObject {
         QVERIFY(!badModel);
         auto badSeqLen = Manifest::fromJson(replace("\"seq_len\":", "\"seq_len\":9999,\"y\":"));
         QVERIFY(!badSeqLen);
+        auto badStart = Manifest::fromJson(replace("\"start_step\":3", "\"start_step\":-1"));
+        QVERIFY(contains(badStart.error().message, "manifest 'lr': field 'start_step'"));
+        // A manifest without start_step (an older coordinator) starts the schedule at 0.
+        auto noStart = Manifest::fromJson(replace("\"start_step\":3,", ""));
+        QVERIFY2(noStart.ok(), noStart.ok() ? "" : noStart.error().message.c_str());
+        QCOMPARE(noStart->lrStartStep, int64_t(0));
         auto noSig = Manifest::fromJson(replace("\"signature\"", "\"signatur\""));
         QVERIFY(contains(noSig.error().message, "'signature' is missing"));
     }
