@@ -47,7 +47,7 @@ const char* kUsage =
     "reports final validation loss (mean and spread over seeds), loss curves and bytes sent.\n"
     "\n"
     "  --config NAME      tiny or small (or L=..,NH=..,C=..,T=..); repeatable (default both)\n"
-    "  --arms LIST        comma-separated arms (default: the study's nine, see below)\n"
+    "  --arms LIST        comma-separated arms (default: the study's arms, see below)\n"
     "  --steps N          inner steps per worker = synchronous steps (default: tiny 400,\n"
     "                     small 200); a multiple of every H\n"
     "  --seeds N          seeds 1..N (default 3)\n"
@@ -72,15 +72,18 @@ const char* kUsage =
     "An arm is 'sync' or 'h<H>' followed by '-' options: fp32 (default), fp16, int8 (the\n"
     "pseudo-gradient encoding), drop<P> (P% of uploads lost), stale<S> (one result per round\n"
     "arrives S versions late), pipe (every upload arrives one version late, as when each\n"
-    "worker starts its next unit from the weights it has while its upload is in flight), dc\n"
-    "(a late delta is re-based onto the weights it lands on: the coordinator's delay\n"
-    "correction), wus (the inner lr warms up and decays within each round, as work units\n"
-    "do), cst (the inner lr warms up once and then stays at its peak: a run of open length),\n"
-    "olr<X> and mom<X> (outer lr and momentum for this arm).\n"
-    "Default arms: sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1\n";
+    "worker starts its next unit from the weights it has while its upload is in flight), raw\n"
+    "(late deltas added as they are; by default they are re-based onto the weights they land\n"
+    "on, as the coordinator does), wus (the inner lr warms up and decays within each round,\n"
+    "as work units did before the run-wide schedule), cst (the inner lr warms up once and then\n"
+    "stays at its peak: the coordinator's schedule for a run of open length), olr<X> and\n"
+    "mom<X> (outer lr and momentum for this arm).\n"
+    "Default arms: sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1,\n"
+    "h50-fp16-pipe,h50-fp16-pipe-raw\n";
 
 const char* kDefaultArms =
-    "sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1";
+    "sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1,h50-fp16-pipe,"
+    "h50-fp16-pipe-raw";
 
 enum class Encoding { Fp32, Fp16, Int8 };
 
@@ -95,10 +98,10 @@ struct Arm {
     Encoding encoding = Encoding::Fp32;
     double dropRate = 0;
     int staleness = 0;
-    bool pipelined = false;       // every upload lands one round late (workers overlap uploads)
-    bool delayCorrected = false;  // a late delta is re-based onto the weights it lands on
-    bool roundSchedule = false;   // inner lr warms up and decays within each round
-    bool constantLr = false;      // inner lr warms up once, then stays at its peak
+    bool pipelined = false;  // every upload lands one round late (workers overlap uploads)
+    bool rebaseLate = true;  // a late delta is re-based onto the weights it lands on (coordinator)
+    bool roundSchedule = false;  // inner lr warms up and decays within each round
+    bool constantLr = false;     // inner lr warms up once, then stays at its peak
     std::optional<float> outerLr, outerMomentum;
 };
 
@@ -154,7 +157,7 @@ Expected<Arm> parseArm(const std::string& text) {
     auto bad = [&](const std::string& why) {
         return makeError("arm '" + text + "': " + why +
                          "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
-                         "[-pipe][-dc][-wus][-cst][-olr<X>][-mom<X>]");
+                         "[-pipe][-raw][-wus][-cst][-olr<X>][-mom<X>]");
     };
     auto number = [](const std::string& s, double* out) {
         char* end = nullptr;
@@ -182,8 +185,8 @@ Expected<Arm> parseArm(const std::string& text) {
             arm.staleness = static_cast<int>(value);
         } else if (p == "pipe") {
             arm.pipelined = true;
-        } else if (p == "dc") {
-            arm.delayCorrected = true;
+        } else if (p == "raw") {
+            arm.rebaseLate = false;
         } else if (p == "wus") {
             arm.roundSchedule = true;
         } else if (p == "cst") {
@@ -627,7 +630,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                            static_cast<float>(w), &pool);
                 !st)
                 return st.error();
-            if (arm.delayCorrected)
+            if (arm.rebaseLate)
                 coord::rebaseOnto(sum, it->base, theta, static_cast<float>(w), &pool);
             weightSum += w;
             it = inFlight.erase(it);
@@ -750,14 +753,18 @@ std::vector<Summary> summarize(const std::vector<std::string>& configs,
     return out;
 }
 
-bool writeJson(const std::string& path, const Options& o, const std::string& cpu,
-               const std::vector<RunResult>& results, const std::vector<Summary>& summary) {
+bool writeJsonTo(const std::string& path, const Options& o, const std::string& cpu,
+                 const std::vector<RunResult>& results, const std::vector<Summary>& summary,
+                 size_t runsPlanned) {
     std::ofstream file(path);
     if (!file)
         return false;
     char buf[2048];
+    std::snprintf(buf, sizeof buf, "{\n  \"runsDone\": %zu,\n  \"runsPlanned\": %zu,\n",
+                  results.size(), runsPlanned);
+    file << buf;
     std::snprintf(buf, sizeof buf,
-                  "{\n  \"benchmark\": \"diloco\",\n  \"cpu\": \"%s\",\n"
+                  "  \"benchmark\": \"diloco\",\n  \"cpu\": \"%s\",\n"
                   "  \"hardwareThreads\": %u,\n  \"workers\": %d,\n  \"batchPerWorker\": %d,\n"
                   "  \"outerLr\": %g,\n  \"outerMomentum\": %g,\n  \"int8Block\": %d,\n"
                   "  \"staleWeightFactor\": 0.5,\n  \"evalBatches\": %d,\n"
@@ -811,7 +818,21 @@ bool writeJson(const std::string& path, const Options& o, const std::string& cpu
         file << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
     }
     file << "  ]\n}\n";
+    file.close();
     return static_cast<bool>(file);
+}
+
+// Written after every finished run (through a temporary file and a rename, so a reader never
+// sees half a file): an interrupted study keeps what it measured.
+bool writeJson(const std::string& path, const Options& o, const std::string& cpu,
+               const std::vector<RunResult>& results, const std::vector<Summary>& summary,
+               size_t runsPlanned) {
+    const std::string temporary = path + ".tmp";
+    if (!writeJsonTo(temporary, o, cpu, results, summary, runsPlanned))
+        return false;
+    std::error_code ec;
+    std::filesystem::rename(temporary, path, ec);
+    return !ec;
 }
 
 bool writeCsv(const std::string& path, const std::vector<RunResult>& results) {
@@ -921,6 +942,40 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     std::vector<std::optional<RunResult>> results(tasks.size());
+    // Finished runs in the order of the command line (config, arm, seed) and their summary.
+    auto collect = [&] {
+        std::vector<RunResult> ordered;
+        for (auto& r : results)
+            if (r)
+                ordered.push_back(*r);
+        auto key = [&](const RunResult& r) {
+            const auto ci =
+                std::find(options.configs.begin(), options.configs.end(), r.configName) -
+                options.configs.begin();
+            const auto ai = std::find_if(options.arms.begin(), options.arms.end(),
+                                         [&](const Arm& x) { return x.name == r.arm; }) -
+                            options.arms.begin();
+            return std::tuple(ci, ai, r.seed);
+        };
+        std::sort(ordered.begin(), ordered.end(),
+                  [&](const RunResult& a, const RunResult& b) { return key(a) < key(b); });
+        return ordered;
+    };
+    auto writeOutputs = [&](const std::vector<RunResult>& ordered) {
+        const std::vector<Summary> summary = summarize(options.configs, options.arms, ordered);
+        if (!options.jsonPath.empty() &&
+            !writeJson(options.jsonPath, options, cpu, ordered, summary, tasks.size())) {
+            std::fprintf(stderr, "tandem-bench-diloco: could not write %s\n",
+                         options.jsonPath.c_str());
+            return false;
+        }
+        if (!options.csvPath.empty() && !writeCsv(options.csvPath, ordered)) {
+            std::fprintf(stderr, "tandem-bench-diloco: could not write %s\n",
+                         options.csvPath.c_str());
+            return false;
+        }
+        return true;
+    };
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
     std::mutex printMutex;
@@ -946,6 +1001,8 @@ int main(int argc, char** argv) {
                 r->staleResults, r->agreementMean, r->wallSeconds);
             std::fflush(stdout);
             results[i] = std::move(*r);
+            if (!writeOutputs(collect()))
+                failed = true;
         }
     };
     const auto wallStart = std::chrono::steady_clock::now();
@@ -960,25 +1017,7 @@ int main(int argc, char** argv) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
 
-    // Back in the order of the command line: config, arm, seed.
-    std::vector<RunResult> ordered;
-    for (const std::string& c : options.configs)
-        for (const Arm& a : options.arms)
-            for (auto& r : results)
-                if (r && r->configName == c && r->arm == a.name)
-                    ordered.push_back(*r);
-    std::sort(ordered.begin(), ordered.end(), [&](const RunResult& a, const RunResult& b) {
-        auto key = [&](const RunResult& r) {
-            const auto ci =
-                std::find(options.configs.begin(), options.configs.end(), r.configName) -
-                options.configs.begin();
-            const auto ai = std::find_if(options.arms.begin(), options.arms.end(),
-                                         [&](const Arm& x) { return x.name == r.arm; }) -
-                            options.arms.begin();
-            return std::tuple(ci, ai, r.seed);
-        };
-        return key(a) < key(b);
-    });
+    const std::vector<RunResult> ordered = collect();
     const std::vector<Summary> summary = summarize(options.configs, options.arms, ordered);
 
     std::printf(
@@ -991,14 +1030,6 @@ int main(int argc, char** argv) {
         std::printf("%-8s %-22s %5d %9.4f %8.4f %8.4f..%-8.4f %+8.2f%% %12.2f\n",
                     s.configName.c_str(), s.arm.c_str(), s.seeds, s.mean, s.stddev, s.min, s.max,
                     100.0 * s.vsSync, s.bytesPerToken);
-    if (!options.jsonPath.empty() && !writeJson(options.jsonPath, options, cpu, ordered, summary)) {
-        std::fprintf(stderr, "tandem-bench-diloco: could not write %s\n", options.jsonPath.c_str());
-        return 1;
-    }
-    if (!options.csvPath.empty() && !writeCsv(options.csvPath, ordered)) {
-        std::fprintf(stderr, "tandem-bench-diloco: could not write %s\n", options.csvPath.c_str());
-        return 1;
-    }
     // The smoke run checks itself too: finite losses that went down in every run.
     if (options.smoke) {
         for (const RunResult& r : ordered) {
