@@ -12,8 +12,9 @@
 namespace tandem::app {
 
 namespace {
+// The context lupdate gives these calls (the enclosing namespace or class); see ui/translations.
 QString tr(const char* text) {
-    return QCoreApplication::translate("tandem::app::Services", text);
+    return QCoreApplication::translate("tandem::app::DesktopServices", text);
 }
 QString q(const std::string& s) {
     return QString::fromStdString(s);

@@ -15,6 +15,7 @@
 #include "settings.hpp"
 #include "single_instance.hpp"
 #include "tandem_version.hpp"
+#include "translations.hpp"
 #include "tray.hpp"
 #include "ui_prefs.hpp"
 #include "wizard.hpp"
@@ -200,6 +201,7 @@ int main(int argc, char** argv) {
     QApplication::setDesktopFileName(QStringLiteral("tandem"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/tandem.svg")));
     QApplication::setQuitOnLastWindowClosed(false);
+    ui::installTranslations(QLocale::system());  // German when the system speaks it
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QCoreApplication::translate(

@@ -10,8 +10,9 @@
 namespace tandem::ui::autostart {
 
 namespace {
+// The context lupdate gives these calls (the enclosing namespace or class); see ui/translations.
 QString tr(const char* text) {
-    return QCoreApplication::translate("tandem::ui::Autostart", text);
+    return QCoreApplication::translate("tandem::ui::autostart", text);
 }
 }  // namespace
 

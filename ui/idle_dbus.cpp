@@ -12,6 +12,7 @@ int64_t screenSaverIdleSeconds(uint32_t answer, bool kdeScreenLocker) {
 }
 
 namespace {
+// The context lupdate gives these calls (the enclosing namespace or class); see ui/translations.
 QString tr(const char* text) {
     return QCoreApplication::translate("tandem::ui::DBusIdleSource", text);
 }
@@ -31,7 +32,8 @@ Answer call(QDBusConnection& bus, const QString& service, const QString& path, c
     bool ok = false;
     const qulonglong v = reply.arguments().front().toULongLong(&ok);
     if (!ok)
-        return {std::nullopt, tr("the answer is not a number")};
+        return {std::nullopt, QCoreApplication::translate("tandem::ui::DBusIdleSource",
+                                                          "the answer is not a number")};
     return {static_cast<uint64_t>(v), {}};
 }
 

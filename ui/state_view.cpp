@@ -17,8 +17,9 @@ struct ResourceInit {
 namespace tandem::ui {
 
 namespace {
+// The context lupdate gives these calls (the enclosing namespace or class); see ui/translations.
 QString tr(const char* text) {
-    return QCoreApplication::translate("tandem::ui::State", text);
+    return QCoreApplication::translate("tandem::ui", text);
 }
 QString fromStd(const std::string& s) {
     return QString::fromStdString(s);
