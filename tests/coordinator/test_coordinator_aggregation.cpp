@@ -85,6 +85,21 @@ struct Oracle {
     }
 };
 
+// A tiny model, H = 4, quorum 2, staleness bound 1 at weight x 0.5, no outlier refusals.
+coord::CoordinatorConfig smallRun(OuterConfig outer) {
+    coord::CoordinatorConfig cfg;
+    cfg.model = "L=1,NH=2,C=16,T=16";
+    cfg.innerSteps = 4;
+    cfg.batch = 2;
+    cfg.quorum = 2;
+    cfg.maxStaleness = 1;
+    cfg.staleWeightFactor = 0.5;
+    cfg.outer = outer;
+    cfg.maxNormRatio = 1e9;
+    cfg.backgroundThreads = false;
+    return cfg;
+}
+
 struct Direct {
     int64_t id = 0;
     net::SigningKey key = net::SigningKey::generate().value();
@@ -128,16 +143,7 @@ class TestCoordinatorAggregation : public QObject {
     Q_OBJECT
   private slots:
     void roundsGiveExactlyTheExpectedWeights() {
-        coord::CoordinatorConfig cfg;
-        cfg.model = "L=1,NH=2,C=16,T=16";
-        cfg.innerSteps = 4;
-        cfg.batch = 2;
-        cfg.quorum = 2;
-        cfg.maxStaleness = 1;
-        cfg.staleWeightFactor = 0.5;
-        cfg.outer = OuterConfig{0.5f, 0.75f};
-        cfg.maxNormRatio = 1e9;
-        cfg.backgroundThreads = false;
+        coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
         TestCoordinator t(cfg, /*withServer=*/false);
         QVERIFY2(t.ok(), t.error().c_str());
         coord::Coordinator* c = &t.coordinator();
@@ -222,17 +228,8 @@ class TestCoordinatorAggregation : public QObject {
     // publish the weighted mean of their workers' end points (theta_0 - delta), not re-apply
     // round 0's step on top of version 1.
     void lateResultsLandOnTheirEndPoints() {
-        coord::CoordinatorConfig cfg;
-        cfg.model = "L=1,NH=2,C=16,T=16";
-        cfg.innerSteps = 4;
-        cfg.batch = 2;
-        cfg.quorum = 2;
-        cfg.maxStaleness = 1;
-        cfg.staleWeightFactor = 0.5;
-        cfg.outer = OuterConfig{1.0f, 0.0f};
-        cfg.maxNormRatio = 1e9;
+        coord::CoordinatorConfig cfg = smallRun(OuterConfig{1.0f, 0.0f});
         cfg.lrWarmupSteps = 3;
-        cfg.backgroundThreads = false;
         TestCoordinator t(cfg, false);
         QVERIFY2(t.ok(), t.error().c_str());
         auto& c = t.coordinator();
@@ -277,14 +274,7 @@ class TestCoordinatorAggregation : public QObject {
     }
 
     void refusedUploadLeavesTheSumUntouched() {
-        coord::CoordinatorConfig cfg;
-        cfg.model = "L=1,NH=2,C=16,T=16";
-        cfg.innerSteps = 4;
-        cfg.batch = 2;
-        cfg.quorum = 2;
-        cfg.outer = OuterConfig{0.5f, 0.75f};
-        cfg.maxNormRatio = 1e9;
-        cfg.backgroundThreads = false;
+        coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
         TestCoordinator t(cfg, false);
         QVERIFY2(t.ok(), t.error().c_str());
         auto& c = t.coordinator();
