@@ -335,8 +335,9 @@ int main(int argc, char** argv) {
     };
     startEngine();
 
-    // Freed heap goes back to the system when the engine stops training (paused, waiting, between
-    // work units): glibc keeps it otherwise. A moment later, once the engine has let go.
+    // Freed heap goes back to the system (glibc keeps it otherwise): a moment after the engine
+    // stops training (paused, waiting), after each settled work unit (training goes on across
+    // units while results upload) and once after start (the wizard's bandwidth measurement).
     QTimer trimTimer;
     trimTimer.setSingleShot(true);
     trimTimer.setInterval(2000);
@@ -345,6 +346,9 @@ int main(int argc, char** argv) {
         if (static_cast<core::EngineState>(state) != core::EngineState::Training)
             trimTimer.start();
     });
+    QObject::connect(&bridge, &ui::EngineBridge::workUnitSettled, &trimTimer,
+                     [&] { trimTimer.start(); });
+    trimTimer.start();
 
     QObject::connect(&instance, &ui::SingleInstance::raiseRequested, &window,
                      &ui::MainWindow::bringToFront);
