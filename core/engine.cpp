@@ -1076,15 +1076,27 @@ struct Engine::Impl {
         int64_t stepsSinceCheckpoint = 0;
         double stepSecondsAvg = 0;
         bool checkpointed = !a.checkpointFile.empty() && a.step > 0;
+        int64_t savedStep = a.checkpointFile.empty() ? -1 : a.step;  // on disk as a checkpoint
+        bool released = false;
         auto holdCheckpoint = [&] {
             if (!checkpointed && a.step > 0) {
-                if (auto st = checkpoint(sampler.state()); !st)
+                if (auto st = checkpoint(sampler.state()); !st) {
                     log(EventLevel::Warning, "checkpoint failed: " + st.error().message);
-                else
+                } else {
+                    savedStep = a.step;
                     log(EventLevel::Info,
                         "work unit " + id + ": checkpoint at step " + std::to_string(a.step));
+                }
             }
             checkpointed = true;
+            // While held, the backend's memory (parameters, moments, activations: tens of MB to
+            // GB) goes back to the system; train() rebuilds it from the checkpoint, or from the
+            // start weights before the first step. Kept if the checkpoint could not be written.
+            if (savedStep == a.step || (a.step == 0 && a.checkpointFile.empty())) {
+                backend.reset();
+                backendB = 0;
+                released = true;
+            }
         };
         bool firstStep = true;
         while (a.step < m.innerSteps) {
@@ -1092,6 +1104,8 @@ struct Engine::Impl {
                 holdCheckpoint();
                 return TrainOutcome::Interrupted;
             }
+            if (released)
+                return TrainOutcome::Interrupted;  // back from a hold: train() starts over
             if (checkpointed && !firstStep) {
                 // Back from a hold.
                 setState(EngineState::Training, "training",
@@ -1170,6 +1184,8 @@ struct Engine::Impl {
                                           now() >= lastCheckpointMs + cfg.checkpointIntervalMs)) {
                 if (auto st = checkpoint(sampler.state()); !st)
                     log(EventLevel::Warning, "checkpoint failed: " + st.error().message);
+                else
+                    savedStep = a.step;
                 checkpointed = true;
                 lastCheckpointMs = now();
                 stepsSinceCheckpoint = 0;

@@ -115,6 +115,7 @@ struct Harness {
     FakeCoordinator& api;
     std::unique_ptr<Engine> engine;
     EngineConfig cfg;
+    std::shared_ptr<std::atomic<int>> backendsMade = std::make_shared<std::atomic<int>>(0);
 
     explicit Harness(FakeCoordinator& fake, fs::path dir = {}) : api(fake) {
         dataDir = dir.empty() ? fs::path(tmp.path().toStdString()) / "data" : dir;
@@ -131,7 +132,10 @@ struct Harness {
         d.api = &api;
         d.clock = &clock;
         d.zone = &zone;
-        d.backends = [](const std::string& device) { return makeCpuBackend(device, 1); };
+        d.backends = [made = backendsMade](const std::string& device) {
+            ++*made;
+            return makeCpuBackend(device, 1);
+        };
         d.probe = [this] { return probe.get(); };
         d.observer = &recorder;
         auto e = Engine::create(cfg, d);
@@ -299,10 +303,13 @@ class TestEngine : public QObject {
         // The pause wrote a checkpoint of step 3.
         QVERIFY(fs::exists(h.dataDir / "work" / "1" / "ckpt-3.ckpt"));
         QCOMPARE(unit(*h.engine, "1")->steps, int64_t{3});
+        QCOMPARE(h.backendsMade->load(), 1);
         h.recorder.onProgress = nullptr;
         h.engine->resume();
         QVERIFY(h.waitState(EngineState::Stopped));
         QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
+        // The backend was given back while paused and built again from the checkpoint.
+        QCOMPARE(h.backendsMade->load(), 2);
     }
 
     void snoozeUntilTheClockSaysSo() {
@@ -402,7 +409,9 @@ class TestEngine : public QObject {
         h.engine->wake();
         QVERIFY(h.waitState(EngineState::Stopped));
         QCOMPARE(unit(*h.engine, "1")->steps, int64_t{8});
-        // The held run gives exactly the result of an uninterrupted one.
+        QCOMPARE(h.backendsMade->load(), 2);  // released during the hold
+        // The held run, its backend rebuilt from the checkpoint, gives exactly the result of an
+        // uninterrupted one.
         FakeCoordinator api2("L=1,NH=2,C=16,T=16", 8);
         Harness ref(api2);
         ref.cfg.maxWorkUnits = 1;
