@@ -43,7 +43,9 @@ def style(arm):
     if arm == "sync":
         return {"color": "black", "linewidth": 2.2, "linestyle": "-"}
     linestyle = "-"
-    if "drop" in arm or "stale" in arm:
+    if "raw" in arm:  # late results not re-based: diverges, leaves the plot
+        linestyle = "-."
+    elif "drop" in arm or "stale" in arm or "pipe" in arm:
         linestyle = "--"
     elif "int8" in arm or "fp16" in arm:
         linestyle = ":"
