@@ -970,6 +970,14 @@ struct Engine::Impl {
         snap.current.reset();
     }
 
+    // While held, the backend's memory (parameters, moments, activations: tens of MB to GB) goes
+    // back to the system. Between units it holds nothing unsaved (the moments are kept on disk);
+    // during one, train() releases it only once the hold's checkpoint is written.
+    void releaseBackend() {
+        backend.reset();
+        backendB = 0;
+    }
+
     Status ensureBackend(const ModelConfig& model, int B, int T) {
         if (!backend) {
             auto b = deps.backends(cfg.device);
@@ -1089,12 +1097,10 @@ struct Engine::Impl {
                 }
             }
             checkpointed = true;
-            // While held, the backend's memory (parameters, moments, activations: tens of MB to
-            // GB) goes back to the system; train() rebuilds it from the checkpoint, or from the
-            // start weights before the first step. Kept if the checkpoint could not be written.
+            // train() starts over from the checkpoint, or from the start weights before the
+            // first step; the backend is kept if the checkpoint could not be written.
             if (savedStep == a.step || (a.step == 0 && a.checkpointFile.empty())) {
-                backend.reset();
-                backendB = 0;
+                releaseBackend();
                 released = true;
             }
         };
@@ -1303,12 +1309,13 @@ struct Engine::Impl {
 
     // --- the engine thread ---
     void engineMain() {
+        const std::function<void()> releaseWhileHeld = [this] { releaseBackend(); };
         try {
             recover();
             for (;;) {
                 checkCrash();
                 // With a unit in hand, "finish then pause" waits for it to be trained.
-                if (!gate(active.has_value(), 0, nullptr, true))
+                if (!gate(active.has_value(), 0, releaseWhileHeld, true))
                     break;
                 if (now() < notBeforeMs) {
                     setState(notBeforeState, notBeforeReason,

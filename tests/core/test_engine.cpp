@@ -368,6 +368,12 @@ class TestEngine : public QObject {
         QCOMPARE(unit(*h.engine, "1")->steps, int64_t{6});
         QVERIFY(!h.snap().finishThenPause);
         QVERIFY(!h.snap().current);
+        // Paused between units, the backend was given back: the next unit builds a new one.
+        QCOMPARE(h.backendsMade->load(), 1);
+        h.recorder.onProgress = nullptr;
+        h.engine->resume();
+        QVERIFY(eventually([&] { return h.snap().totals.workUnitsAccepted == 2; }));
+        QCOMPARE(h.backendsMade->load(), 2);
         h.engine->quit();
         h.engine->wait();
         QCOMPARE(h.snap().state, EngineState::Stopped);
