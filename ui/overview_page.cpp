@@ -163,7 +163,9 @@ void OverviewPage::refresh() {
             m_progress->setValue(static_cast<int>(c.step));
             m_progress->setFormat(tr("step %v of %m"));
         }
-        m_eta->setText(c.etaMs ? tr("about %1").arg(formatDuration(*c.etaMs)) : tr("measuring…"));
+        m_eta->setText(!c.etaMs          ? tr("measuring…")
+                       : *c.etaMs < 1000 ? tr("under a second")
+                                         : tr("about %1").arg(formatDuration(*c.etaMs)));
     } else {
         m_unit->setText(tr("none right now"));
         m_progress->setRange(0, 1);

@@ -1161,17 +1161,22 @@ Latenz: %3 ms</translation>
         <translation>Schritt %v von %m</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
+        <source>under a second</source>
+        <translation>unter einer Sekunde</translation>
+    </message>
+    <message>
+        <location line="+1"/>
         <source>about %1</source>
         <translation>etwa %1</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="-2"/>
         <source>measuring…</source>
         <translation>misst …</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+4"/>
         <source>none right now</source>
         <translation>gerade keine</translation>
     </message>
