@@ -29,7 +29,8 @@ Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/pro
   --inner-steps H           inner steps per work unit for a fast worker (default 50)
   --batch B                 batch size of the inner steps (default 8)
   --seq-len T               sequence length (default: the model's)
-  --quorum Q                results that close a round (default 2)
+  --quorum auto|Q           auto (default): a round closes once every active worker (holding a
+                            unit with a live heartbeat) has reported; Q: at Q results
   --round-timeout SECONDS   a round closes at this age with any results (default 600)
   --max-staleness S         accept results up to S versions old, with reduced weight (default 1)
   --stale-weight F          weight factor per version of staleness (default 0.5)
@@ -84,6 +85,8 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
     CoordinatorConfig cfg;
     cfg.stateDir = "tandem-coordinator";
+    cfg.quorum = 1;  // --quorum auto
+    cfg.quorumOfActiveWorkers = true;
     ServerConfig server;
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string error;
@@ -178,7 +181,6 @@ int main(int argc, char** argv) {
             const IntOpt ints[] = {{"--inner-steps", &cfg.innerSteps, 1, 1000000},
                                    {"--batch", &cfg.batch, 1, 65536},
                                    {"--seq-len", &cfg.seqLen, 1, 1 << 20},
-                                   {"--quorum", &cfg.quorum, 1, 1000000},
                                    {"--round-timeout", &cfg.roundTimeoutSeconds, 1, 86400 * 30},
                                    {"--max-staleness", &cfg.maxStaleness, 0, 1000},
                                    {"--target-wu-seconds", &cfg.targetWorkUnitSeconds, 1, 86400},
@@ -196,7 +198,15 @@ int main(int argc, char** argv) {
             }
             if (handled)
                 continue;
-            if (a == "--seed") {
+            if (a == "--quorum") {
+                if ((v = need(i)) && *v == "auto") {
+                    cfg.quorum = 1;
+                    cfg.quorumOfActiveWorkers = true;
+                } else if (v && toInt(a, *v, 1, 1000000, n)) {
+                    cfg.quorum = static_cast<int>(n);
+                    cfg.quorumOfActiveWorkers = false;
+                }
+            } else if (a == "--seed") {
                 if ((v = need(i)) && toInt(a, *v, 0, (1LL << 53) - 1, n))
                     cfg.seed = static_cast<uint64_t>(n);
             } else if (a == "--lr-warmup-steps" || a == "--lr-decay-steps") {

@@ -189,6 +189,7 @@ struct Coordinator::Impl {
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;
     void abandonTimedOut();  // mu held
+    int64_t roundQuorum();   // mu held: results that close the open round
     double normReference();  // mu held
     std::vector<float> takeScratch();
 
@@ -1302,12 +1303,13 @@ Outcome<std::string> UploadSession::finish(bool complete) {
                 contributors = q->integer(0);
         }
     }
+    const int64_t needed = c.roundQuorum();
     c.log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
           std::to_string(c.version) + ": " + std::to_string(s.header->tokens) + " tokens, weight " +
           fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(s.header->lossFirst) + " -> " +
           fmt(s.header->lossLast) + " (" + std::to_string(contributors) + "/" +
-          std::to_string(c.cfg.quorum) + ")");
-    if (contributors >= c.cfg.quorum) {
+          std::to_string(needed) + ")");
+    if (contributors >= needed) {
         if (auto st = c.closeRound(lock); !st)
             c.log("error: closing the round failed: " + st.error().message);
     }
@@ -1421,6 +1423,25 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     return {};
 }
 
+int64_t Coordinator::Impl::roundQuorum() {
+    if (!cfg.quorumOfActiveWorkers)
+        return cfg.quorum;
+    auto q = db.prepare(
+        "SELECT COUNT(*) FROM (SELECT client_id FROM work_units WHERE run_id = ? AND state = "
+        "'assigned' AND heartbeat_unix >= ? UNION SELECT w.client_id FROM results s JOIN "
+        "work_units w ON w.id = s.work_unit_id WHERE w.run_id = ? AND s.round = ?)");
+    int64_t active = 0;
+    if (q) {
+        q->bind(1, runId)
+            .bind(2, now() - cfg.heartbeatTimeoutSeconds)
+            .bind(3, runId)
+            .bind(4, version);
+        if (q->step())
+            active = q->integer(0);
+    }
+    return std::max<int64_t>(cfg.quorum, active);
+}
+
 void Coordinator::Impl::abandonTimedOut() {
     const int64_t t = now();
     auto q = db.prepare(
@@ -1462,11 +1483,17 @@ void Coordinator::tickImpl(Impl& c) {
     if (!q->step())
         return;
     const int64_t deadline = q->integer(0), contributors = q->integer(1);
+    // A worker that went silent no longer holds up a round that waits for the active ones.
+    if (contributors > 0 && c.cfg.quorumOfActiveWorkers && contributors >= c.roundQuorum()) {
+        if (auto st = c.closeRound(lock); !st)
+            c.log("error: closing the round failed: " + st.error().message);
+        return;
+    }
     if (c.now() < deadline)
         return;
     if (contributors > 0) {
         c.log("round " + std::to_string(c.version) + " reached its deadline with " +
-              std::to_string(contributors) + " of " + std::to_string(c.cfg.quorum) + " results");
+              std::to_string(contributors) + " of " + std::to_string(c.roundQuorum()) + " results");
         if (auto st = c.closeRound(lock); !st)
             c.log("error: closing the round failed: " + st.error().message);
     } else {

@@ -40,7 +40,12 @@ struct CoordinatorConfig {
     int64_t lrWarmupSteps = 100;
     int64_t lrDecaySteps = 0;
     OuterConfig outer;
-    int quorum = 2;
+    int quorum = 2;  // results that close a round
+    // With this set, `quorum` is a minimum and a round also waits for every active worker (a
+    // client holding a unit with a live heartbeat, or one that has reported to the round): with
+    // more workers than a fixed quorum, rounds would close faster than a unit takes and most
+    // results would arrive beyond the staleness bound and be thrown away.
+    bool quorumOfActiveWorkers = false;
     int roundTimeoutSeconds = 600;
     int maxStaleness = 1;            // results based on version V - s are accepted for s <= this
     double staleWeightFactor = 0.5;  // weight = tokens * factor^s

@@ -273,6 +273,50 @@ class TestCoordinatorAggregation : public QObject {
         QVERIFY(farthest > 1e-3);  // round 0's step is big enough to tell the two apart
     }
 
+    // --quorum auto: a round waits for every worker holding a live unit, and a worker that
+    // goes silent stops holding it up once its heartbeat times out.
+    void roundWaitsForEveryActiveWorker() {
+        coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
+        cfg.quorum = 1;
+        cfg.quorumOfActiveWorkers = true;
+        cfg.heartbeatTimeoutSeconds = 60;
+        int64_t now = 1'800'000'000;
+        cfg.clock = [&now] { return now; };
+        TestCoordinator t(cfg, false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        auto& c = t.coordinator();
+        const int64_t P = c.parameterCount();
+        std::vector<Direct> clients;
+        std::vector<net::Manifest> units;
+        for (const char* name : {"a", "b", "c"}) {
+            clients.push_back(registerDirect(c, name));
+            units.push_back(work(c, clients.back()));
+        }
+        auto send = [&](size_t k, const net::Manifest& m, uint64_t seed) {
+            return net::Receipt::fromJson(
+                       uploadInPieces(c, clients[k],
+                                      buildResult(m, randomDelta(P, seed, 12), clients[k].key),
+                                      seed))
+                .ok();
+        };
+        QVERIFY(send(0, units[0], 1));
+        QVERIFY(send(1, units[1], 2));
+        QCOMPARE(c.currentVersion(), 0);  // c still trains
+        QVERIFY(send(2, units[2], 3));
+        QCOMPARE(c.currentVersion(), 1);
+
+        const auto a1 = work(c, clients[0]);
+        work(c, clients[1]);  // b takes a unit and goes silent
+        QVERIFY(send(0, a1, 4));
+        QCOMPARE(c.currentVersion(), 1);
+        now += 30;
+        c.tick();
+        QCOMPARE(c.currentVersion(), 1);  // b's heartbeat is still live
+        now += 31;
+        c.tick();  // b's unit times out: a was the only active worker
+        QCOMPARE(c.currentVersion(), 2);
+    }
+
     void refusedUploadLeavesTheSumUntouched() {
         coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
         TestCoordinator t(cfg, false);
