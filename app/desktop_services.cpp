@@ -118,6 +118,7 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.parameterCount = status->model.parameterCount();
     r.activeWorkers = status->activeWorkers;
     r.totalTokens = status->totalTokens;
+    r.workUnitSeconds = status->workUnitSeconds;
     for (const auto& h : status->history)
         r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
     return r;

@@ -1621,6 +1621,7 @@ net::RunStatus Coordinator::status() {
     s.runId = c.runId;
     s.round = c.version;
     s.model = c.model;
+    s.workUnitSeconds = c.cfg.targetWorkUnitSeconds;
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");

@@ -505,6 +505,7 @@ std::string RunStatus::toJson() const {
                 {"model", modelToJson(model)},
                 {"active_workers", activeWorkers},
                 {"total_tokens", totalTokens},
+                {"work_unit_seconds", workUnitSeconds},
                 {"history", history_}}
         .dump();
 }
@@ -520,6 +521,8 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
     s.model = modelFromJson(r, "model");
     s.activeWorkers = static_cast<int>(r.integer("active_workers", 0, 1 << 30));
     s.totalTokens = r.integer("total_tokens", 0, kMaxI64);
+    if (j->contains("work_unit_seconds"))
+        s.workUnitSeconds = static_cast<int>(r.integer("work_unit_seconds", 0, 86400 * 365));
     if (const json* h = r.array("history")) {
         for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
             const json& e = (*h)[i];

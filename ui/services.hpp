@@ -53,6 +53,7 @@ struct RunInfo {
     int64_t parameterCount = 0;
     int activeWorkers = 0;
     int64_t totalTokens = 0;
+    int workUnitSeconds = 0;         // what the coordinator sizes units to (0: not said)
     std::vector<RoundInfo> history;  // closed rounds, oldest first
 };
 

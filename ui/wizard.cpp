@@ -315,7 +315,8 @@ void FirstRunWizard::updateCosts() {
     // A unit's data range is small next to the weights; count one batch-sized range of 256 kB.
     const auto c = estimateCosts(
         m_run.parameterCount, 256 * 1024, m_measured ? m_bandwidth.downMbitPerSecond : 0,
-        m_measured ? m_bandwidth.upMbitPerSecond : 0, kTrainSecondsPerUnit, m_hours->value());
+        m_measured ? m_bandwidth.upMbitPerSecond : 0,
+        m_run.workUnitSeconds > 0 ? m_run.workUnitSeconds : kTrainSecondsPerUnit, m_hours->value());
     QString text =
         tr("The run trains a model of %1 parameters (%2). Each work unit downloads %3 and uploads "
            "%4.")

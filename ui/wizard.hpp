@@ -22,7 +22,8 @@ class FirstRunWizard final : public QWizard {
     Q_OBJECT
   public:
     enum PageId { DevicesPage, CoordinatorPage, BandwidthPage, CostsPage };
-    // Work units are sized by the coordinator to take about this long (its default target).
+    // Work units are sized by the coordinator to take about this long: its default target, for
+    // a coordinator whose status does not say.
     static constexpr double kTrainSecondsPerUnit = 300;
 
     FirstRunWizard(const UiContext& context, const core::Settings& initial,

@@ -189,9 +189,17 @@ class TestNetProtocol : public QObject {
         s.model = *ModelConfig::parse("tiny");
         s.activeWorkers = 3;
         s.totalTokens = 1 << 20;
+        s.workUnitSeconds = 30;
         s.history = {{0, 5.5, 2, 1000}, {1, std::nullopt, 1, 500}};
         auto back = RunStatus::fromJson(s.toJson());
         QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QCOMPARE(back->workUnitSeconds, 30);
+        // From a coordinator that does not say: 0.
+        std::string older = s.toJson();
+        older.erase(older.find(",\"work_unit_seconds\":30"), 23);
+        auto olderBack = RunStatus::fromJson(older);
+        QVERIFY2(olderBack.ok(), olderBack.ok() ? "" : olderBack.error().message.c_str());
+        QCOMPARE(olderBack->workUnitSeconds, 0);
         QCOMPARE(back->history.size(), size_t(2));
         QVERIFY(back->history[0] == s.history[0]);
         QVERIFY(!back->history[1].valLoss.has_value());

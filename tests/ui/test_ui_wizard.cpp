@@ -46,6 +46,7 @@ class TestUiWizard : public QObject {
         core::FixedOffsetTimeZone zone(0);
         ui::EngineBridge bridge(clock, zone);
         FakeServices services;
+        services.workUnitSeconds = 600;  // the coordinator's status: units of about 10 min
         ui::UiPrefs prefs(dir.path() + QStringLiteral("/ui.ini"));
         ui::UiContext ctx;
         ctx.bridge = &bridge;
@@ -95,15 +96,17 @@ class TestUiWizard : public QObject {
 
         wizard.next();
         QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
-        // 8 h a day at 300.43 s per unit: 95.9 units, 408.6 MB down and 191.8 MB up a day.
+        // Units of the status's 600 s, plus 0.43 s to download (4,262,144 bytes at 80 Mbit/s;
+        // the 0.80 s upload overlaps training): 8 h a day is 47.97 units, 204.4 MB down and
+        // 95.9 MB up a day.
         const QString costs = wizard.costText();
         QVERIFY2(costs.contains(QStringLiteral("downloads 4.3 MB and uploads 2.0 MB")),
                  qPrintable(costs));
         QVERIFY2(costs.contains(QStringLiteral(
-                     "about 96 units a day: <b>409 MB down</b> and <b>192 MB up</b>")),
+                     "about 48 units a day: <b>204 MB down</b> and <b>96 MB up</b>")),
                  qPrintable(costs));
         wizard.hoursPerDay()->setValue(24);
-        QVERIFY2(wizard.costText().contains(QStringLiteral("<b>1.2 GB down</b>")),
+        QVERIFY2(wizard.costText().contains(QStringLiteral("<b>613 MB down</b>")),
                  qPrintable(wizard.costText()));
 
         wizard.uploadCapGb()->setValue(0.5);

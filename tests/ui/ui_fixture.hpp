@@ -23,6 +23,7 @@ class FakeServices final : public ui::Services {
   public:
     std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0};
     bool bandwidthFails = false;
+    int workUnitSeconds = 0;  // what the coordinator's status says (0: an older one, silent)
     std::string lastUrl;
 
     // Pages query services on the global thread pool (ui/async.hpp); a query still running
@@ -70,6 +71,7 @@ class FakeServices final : public ui::Services {
         r.parameterCount = 1'000'000;
         r.activeWorkers = 3;
         r.totalTokens = 123456;
+        r.workUnitSeconds = workUnitSeconds;
         for (int i = 1; i <= 8; ++i)
             r.history.push_back({i, 5.0 - 0.25 * i, 2, 1000});
         r.history.push_back({9, std::nullopt, 0, 0});  // not evaluated yet
