@@ -20,13 +20,9 @@ QString q(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-net::HttpClientConfig httpConfig(const core::Settings& s) {
-    net::HttpClientConfig c;
-    c.baseUrl = s.coordinatorUrl;
-    c.caFile = s.caFile;
-    c.pinnedPublicKey = s.pinnedPublicKey;
-    c.proxy = s.proxy;
-    c.userAgent = std::string("tandem/") + TANDEM_VERSION;
+// The wizard's probes: answer quickly or fail, no retries.
+net::HttpClientConfig probeConfig(const core::Settings& s) {
+    net::HttpClientConfig c = httpConfigFor(s);
     c.connectTimeout = std::chrono::milliseconds(10000);
     c.lowSpeedSeconds = 20;
     c.retry = net::RetryPolicy::none();
@@ -80,7 +76,7 @@ ui::DeviceReport DesktopServices::detectDevices() {
 
 ui::BandwidthReport DesktopServices::measureBandwidth(const core::Settings& settings) {
     ui::BandwidthReport r;
-    auto http = net::HttpClient::create(httpConfig(settings));
+    auto http = net::HttpClient::create(probeConfig(settings));
     if (!http) {
         r.error = q(http.error().message);
         return r;
@@ -101,7 +97,7 @@ ui::BandwidthReport DesktopServices::measureBandwidth(const core::Settings& sett
 
 ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     ui::RunInfo r;
-    auto client = net::CoordinatorClient::create(httpConfig(settings));
+    auto client = net::CoordinatorClient::create(probeConfig(settings));
     if (!client) {
         r.error = q(client.error().message);
         return r;
@@ -122,6 +118,16 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     for (const auto& h : status->history)
         r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
     return r;
+}
+
+net::HttpClientConfig httpConfigFor(const core::Settings& s) {
+    net::HttpClientConfig c;
+    c.baseUrl = s.coordinatorUrl;
+    c.caFile = s.caFile;
+    c.pinnedPublicKey = s.pinnedPublicKey;
+    c.proxy = s.proxy;
+    c.userAgent = std::string("tandem/") + TANDEM_VERSION;
+    return c;
 }
 
 ResolvedDevice resolveDevice(const std::string& wanted, int cpuThreads) {

@@ -4,6 +4,7 @@
 // kernels/ (DESIGN.md §2).
 #pragma once
 
+#include "http_client.hpp"
 #include "services.hpp"
 
 #include <string>
@@ -26,5 +27,9 @@ struct ResolvedDevice {
     std::string note;  // why the CPU is used instead of a GPU, or why cuda:N cannot be used
 };
 ResolvedDevice resolveDevice(const std::string& wanted, int cpuThreads);
+
+// The HTTPS client settings that follow from the user's settings (coordinator, trust, proxy):
+// the engine's client and the wizard's probes start from the same ones.
+net::HttpClientConfig httpConfigFor(const core::Settings& settings);
 
 }  // namespace tandem::app

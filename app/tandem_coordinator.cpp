@@ -1,5 +1,6 @@
 // tandem-coordinator: serves one DiLoCo training run over HTTPS (DESIGN.md §3, §5).
 #include "coordinator.hpp"
+#include "log_stamp.hpp"
 #include "server.hpp"
 
 #include <pthread.h>
@@ -61,17 +62,9 @@ Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/pro
 std::mutex g_logMutex;
 
 void logLine(const std::string& line) {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const int ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
-        1000);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    const std::string stamp = tandem::app::logStamp();
     std::lock_guard lock(g_logMutex);
-    std::fprintf(stderr, "%s.%03dZ %s\n", stamp, ms, line.c_str());
+    std::fprintf(stderr, "%s %s\n", stamp.c_str(), line.c_str());
     std::fflush(stderr);
 }
 

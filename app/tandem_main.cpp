@@ -102,12 +102,7 @@ class EngineHost {
             return {};
         const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         const auto device = app::resolveDevice(s.device, threads);
-        net::HttpClientConfig http;
-        http.baseUrl = s.coordinatorUrl;
-        http.caFile = s.caFile;
-        http.pinnedPublicKey = s.pinnedPublicKey;
-        http.proxy = s.proxy;
-        http.userAgent = std::string("tandem/") + TANDEM_VERSION;
+        net::HttpClientConfig http = app::httpConfigFor(s);
         http.maxSendBytesPerSecond = s.uploadLimitBytesPerSecond;
         http.maxRecvBytesPerSecond = s.downloadLimitBytesPerSecond;
         http.retry.maxAttempts = 3;

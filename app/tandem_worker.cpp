@@ -6,6 +6,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/devices.hpp"
 #include "engine.hpp"
+#include "log_stamp.hpp"
 #include "net_coordinator_api.hpp"
 #include "platform_probe.hpp"
 #include "settings.hpp"
@@ -82,24 +83,9 @@ Exit codes:
 std::mutex g_logMutex;
 std::atomic<int> g_signal{0};
 
-std::string stamp() {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const int ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
-        1000);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    char out[40];
-    std::snprintf(out, sizeof out, "%s.%03dZ", buf, ms);
-    return out;
-}
-
 void writeLog(const std::string& line) {
     std::lock_guard lock(g_logMutex);
-    std::fprintf(stderr, "%s %s\n", stamp().c_str(), line.c_str());
+    std::fprintf(stderr, "%s %s\n", app::logStamp().c_str(), line.c_str());
     std::fflush(stderr);
 }
 

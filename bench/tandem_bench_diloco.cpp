@@ -12,6 +12,7 @@
 #include "codec_int8.hpp"
 #include "corpus.hpp"
 #include "cpu_model.hpp"
+#include "json_escape.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "outer.hpp"
@@ -696,17 +697,6 @@ Expected<RunResult> runOne(const RunContext& ctx, const Arm& arm, int seed) {
     return done;
 }
 
-std::string jsonEscape(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        if (static_cast<unsigned char>(c) >= 0x20)
-            out += c;
-    }
-    return out;
-}
-
 struct Summary {
     std::string configName, arm;
     int seeds = 0;
@@ -769,8 +759,8 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
                   "  \"outerLr\": %g,\n  \"outerMomentum\": %g,\n  \"int8Block\": %d,\n"
                   "  \"staleWeightFactor\": 0.5,\n  \"evalBatches\": %d,\n"
                   "  \"finalBatches\": %d,\n  \"smoke\": %s,\n",
-                  jsonEscape(cpu).c_str(), std::thread::hardware_concurrency(), o.workers, o.batch,
-                  o.outer.lr, o.outer.momentum, o.int8Block, o.evalBatches, o.finalBatches,
+                  bench::jsonEscape(cpu).c_str(), std::thread::hardware_concurrency(), o.workers,
+                  o.batch, o.outer.lr, o.outer.momentum, o.int8Block, o.evalBatches, o.finalBatches,
                   o.smoke ? "true" : "false");
     file << buf << "  \"summary\": [\n";
     for (size_t i = 0; i < summary.size(); ++i) {
@@ -780,9 +770,9 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
                       "\"finalLossMean\": %.6f, \"finalLossStd\": %.6f, \"finalLossMin\": %.6f, "
                       "\"finalLossMax\": %.6f, \"vsSync\": %.6f, "
                       "\"bytesPerWorkerPerToken\": %.6f, \"wallSeconds\": %.2f}%s\n",
-                      jsonEscape(s.configName).c_str(), jsonEscape(s.arm).c_str(), s.seeds, s.mean,
-                      s.stddev, s.min, s.max, s.vsSync, s.bytesPerToken, s.wallSeconds,
-                      i + 1 < summary.size() ? "," : "");
+                      bench::jsonEscape(s.configName).c_str(), bench::jsonEscape(s.arm).c_str(),
+                      s.seeds, s.mean, s.stddev, s.min, s.max, s.vsSync, s.bytesPerToken,
+                      s.wallSeconds, i + 1 < summary.size() ? "," : "");
         file << buf;
     }
     file << "  ],\n  \"runs\": [\n";
@@ -798,8 +788,8 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             "\"agreementMean\": %.4f, \"agreementLast\": %.4f, "
             "\"finalLoss\": %.6f, \"lastTrainLoss\": %.6f, \"wallSeconds\": %.2f,\n"
             "     \"curve\": [",
-            jsonEscape(r.configName).c_str(), r.config.describe().c_str(),
-            jsonEscape(r.arm).c_str(), r.seed, r.sync ? "true" : "false", r.H,
+            bench::jsonEscape(r.configName).c_str(), r.config.describe().c_str(),
+            bench::jsonEscape(r.arm).c_str(), r.seed, r.sync ? "true" : "false", r.H,
             r.sync ? "fp32" : encodingName(r.encoding), r.dropRate, r.staleness,
             static_cast<long long>(r.parameters), r.T, static_cast<long long>(r.tokensPerWorker),
             r.bytesPerWorker, r.bytesPerWorker / static_cast<double>(r.tokensPerWorker), r.rounds,

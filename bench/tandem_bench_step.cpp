@@ -5,6 +5,7 @@
 #include "backend.hpp"
 #include "cpu_model.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "json_escape.hpp"
 #include "model.hpp"
 #include "random.hpp"
 
@@ -206,23 +207,12 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     return result;
 }
 
-std::string jsonEscape(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        if (static_cast<unsigned char>(c) >= 0x20)
-            out += c;
-    }
-    return out;
-}
-
 bool writeJson(const std::string& path, const std::string& cpu,
                const std::vector<RunResult>& results) {
     std::ofstream file(path);
     if (!file)
         return false;
-    file << "{\n  \"benchmark\": \"inner-step\",\n  \"cpu\": \"" << jsonEscape(cpu)
+    file << "{\n  \"benchmark\": \"inner-step\",\n  \"cpu\": \"" << bench::jsonEscape(cpu)
          << "\",\n  \"hardwareThreads\": " << std::thread::hardware_concurrency()
          << ",\n  \"runs\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
@@ -236,7 +226,7 @@ bool writeJson(const std::string& path, const std::string& cpu,
                       "\"tokensPerSecond\": %.1f, "
                       "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f, "
                       "\"mfu\": %.4f}%s\n",
-                      jsonEscape(r.backend).c_str(), jsonEscape(r.configName).c_str(),
+                      bench::jsonEscape(r.backend).c_str(), bench::jsonEscape(r.configName).c_str(),
                       r.config.layers, r.config.heads, r.config.channels, r.config.maxSeqLen,
                       r.batch, r.threads, r.steps, r.warmup, r.medianMs, r.minMs, r.maxMs,
                       r.cpuMsMedian, r.tokensPerSecond,

@@ -83,15 +83,10 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
     m_chart->legend()->hide();
     layout->addWidget(m_view, 1);
 
-    m_table = new QTableWidget(0, 7, content);
-    m_table->setObjectName(QStringLiteral("workUnits"));
-    m_table->setAccessibleName(tr("Work units"));
-    m_table->setHorizontalHeaderLabels({tr("Work unit"), tr("Trained"), tr("State"), tr("Tokens"),
-                                        tr("Loss (first → last)"), tr("Device"), tr("Receipt")});
-    m_table->horizontalHeader()->setStretchLastSection(true);
-    m_table->verticalHeader()->hide();
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table = makeRecordTable(QStringLiteral("workUnits"), tr("Work units"),
+                              {tr("Work unit"), tr("Trained"), tr("State"), tr("Tokens"),
+                               tr("Loss (first → last)"), tr("Device"), tr("Receipt")},
+                              content);
     m_table->setAlternatingRowColors(true);
     layout->addWidget(m_table, 1);
     setContent(content);

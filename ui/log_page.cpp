@@ -52,14 +52,8 @@ LogPage::LogPage(const UiContext& context, QWidget* parent) : Page(context, pare
     connect(m_level, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(m_search, &QLineEdit::textChanged, this, [this] { refresh(); });
 
-    m_table = new QTableWidget(0, 3, content);
-    m_table->setObjectName(QStringLiteral("events"));
-    m_table->setAccessibleName(tr("Event log"));
-    m_table->setHorizontalHeaderLabels({tr("Time"), tr("Level"), tr("Message")});
-    m_table->horizontalHeader()->setStretchLastSection(true);
-    m_table->verticalHeader()->hide();
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table = makeRecordTable(QStringLiteral("events"), tr("Event log"),
+                              {tr("Time"), tr("Level"), tr("Message")}, content);
     m_table->setWordWrap(false);
     auto* copyShortcut = new QShortcut(QKeySequence::Copy, m_table);
     copyShortcut->setContext(Qt::WidgetWithChildrenShortcut);

@@ -86,15 +86,10 @@ NetworkPage::NetworkPage(const UiContext& context, QWidget* parent) : Page(conte
     m_series->attachAxis(m_axisY);
     layout->addWidget(view, 1);
 
-    m_table = new QTableWidget(0, 7, content);
-    m_table->setObjectName(QStringLiteral("transfers"));
-    m_table->setAccessibleName(tr("Transfer log"));
-    m_table->setHorizontalHeaderLabels({tr("Started"), tr("Direction"), tr("What"), tr("Size"),
-                                        tr("Duration"), tr("Speed"), tr("Result")});
-    m_table->horizontalHeader()->setStretchLastSection(true);
-    m_table->verticalHeader()->hide();
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table = makeRecordTable(QStringLiteral("transfers"), tr("Transfer log"),
+                              {tr("Started"), tr("Direction"), tr("What"), tr("Size"),
+                               tr("Duration"), tr("Speed"), tr("Result")},
+                              content);
     m_table->setAlternatingRowColors(true);
     layout->addWidget(m_table, 1);
     setContent(content);

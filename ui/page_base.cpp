@@ -4,9 +4,11 @@
 #include <QChart>
 #include <QChartView>
 #include <QGuiApplication>
+#include <QHeaderView>
 #include <QLabel>
 #include <QPalette>
 #include <QStackedWidget>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 namespace tandem::ui {
@@ -86,6 +88,19 @@ class PaletteChartView final : public QChartView {
     }
 };
 }  // namespace
+
+QTableWidget* makeRecordTable(const QString& objectName, const QString& accessibleName,
+                              const QStringList& headers, QWidget* parent) {
+    auto* table = new QTableWidget(0, static_cast<int>(headers.size()), parent);
+    table->setObjectName(objectName);
+    table->setAccessibleName(accessibleName);
+    table->setHorizontalHeaderLabels(headers);
+    table->horizontalHeader()->setStretchLastSection(true);
+    table->verticalHeader()->hide();
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    return table;
+}
 
 QChartView* makeChartView(const QString& accessibleName, QWidget* parent) {
     auto* view = new PaletteChartView(parent);

@@ -53,6 +53,10 @@ class Page : public QWidget {
 // Makes a chart view that follows the palette (light or dark) and has an accessible name.
 QChartView* makeChartView(const QString& accessibleName, QWidget* parent);
 
+// Makes a read-only table of records: one selectable row each, the last column stretched.
+QTableWidget* makeRecordTable(const QString& objectName, const QString& accessibleName,
+                              const QStringList& headers, QWidget* parent);
+
 class OverviewPage final : public Page {
     Q_OBJECT
   public:

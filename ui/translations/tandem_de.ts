@@ -4,7 +4,7 @@
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../../app/tandem_main.cpp" line="+267"/>
+        <location filename="../../app/tandem_main.cpp" line="+262"/>
         <location line="+48"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+46"/>
+        <location filename="../../app/desktop_services.cpp" line="+42"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -371,12 +371,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     <message>
         <location line="+3"/>
         <location line="+14"/>
-        <location line="+16"/>
+        <location line="+14"/>
         <source>Tokens</source>
         <translation>Tokens</translation>
     </message>
     <message>
-        <location line="-29"/>
+        <location line="-27"/>
         <source>GPU-hours</source>
         <translation>GPU-Stunden</translation>
     </message>
@@ -396,7 +396,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Beiträge pro Tag</translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+16"/>
         <source>Work units</source>
         <translation>Arbeitseinheiten</translation>
     </message>
@@ -431,7 +431,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Quittung</translation>
     </message>
     <message>
-        <location line="+27"/>
+        <location line="+24"/>
         <source>The ledger cannot be read: %1</source>
         <translation>Das Journal kann nicht gelesen werden: %1</translation>
     </message>
@@ -670,7 +670,7 @@ Latenz: %3 ms</translation>
         <translation>der Koordinator hat nicht geantwortet</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+10"/>
         <source>The run trains a model of %1 parameters (%2). Each work unit downloads %3 and uploads %4.</source>
         <translation>Der Lauf trainiert ein Modell mit %1 Parametern (%2). Jede Arbeitseinheit lädt %3 herunter und %4 hoch.</translation>
     </message>
@@ -738,7 +738,7 @@ Latenz: %3 ms</translation>
         <translation>Die ausgewählten Zeilen kopieren, oder alle angezeigten (Strg+C)</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+12"/>
         <source>Event log</source>
         <translation>Ereignisprotokoll</translation>
     </message>
@@ -758,7 +758,7 @@ Latenz: %3 ms</translation>
         <translation>Meldung</translation>
     </message>
     <message>
-        <location line="+24"/>
+        <location line="+20"/>
         <location line="+16"/>
         <source>No events yet. Tandem writes what it does here: registrations, work units, uploads, receipts and every problem it meets.</source>
         <translation>Noch keine Ereignisse. Tandem schreibt hier auf, was es tut: Anmeldungen, Arbeitseinheiten, Uploads, Quittungen und jedes Problem, auf das es stößt.</translation>
@@ -941,18 +941,18 @@ Latenz: %3 ms</translation>
     </message>
     <message>
         <location line="+2"/>
-        <location line="+131"/>
+        <location line="+126"/>
         <source>sent</source>
         <translation>gesendet</translation>
     </message>
     <message>
-        <location line="-130"/>
-        <location line="+130"/>
+        <location line="-125"/>
+        <location line="+125"/>
         <source>received</source>
         <translation>empfangen</translation>
     </message>
     <message>
-        <location line="-115"/>
+        <location line="-112"/>
         <source>Transfer log</source>
         <translation>Übertragungsprotokoll</translation>
     </message>
@@ -992,7 +992,7 @@ Latenz: %3 ms</translation>
         <translation>Ergebnis</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+9"/>
         <source>Choose a coordinator in Settings first.</source>
         <translation>Wählen Sie zuerst in den Einstellungen einen Koordinator.</translation>
     </message>
