@@ -539,7 +539,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         int arrivesAtRound;
         int staleness;
         Upload upload;
-        std::vector<float> base;  // (P) the weights it was trained from (for dc)
+        std::shared_ptr<const std::vector<float>> base;  // (P) the weights it was trained from
     };
     std::vector<Late> inFlight;
     Rng faults(0xfa17ull * static_cast<uint64_t>(result.seed) + static_cast<uint64_t>(H));
@@ -607,14 +607,16 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             }
             onTime.push_back(k);
         }
+        // The weights of this round, shared by its late uploads (to re-base them on arrival).
+        const auto base = std::make_shared<const std::vector<float>>(theta);
         if (arm.pipelined) {
             for (int k : onTime)
-                inFlight.push_back({r + 1, 1, uploads[k], theta});
+                inFlight.push_back({r + 1, 1, uploads[k], base});
             result.staleResults += static_cast<int>(onTime.size());
             onTime.clear();
         } else if (arm.staleness > 0 && !onTime.empty()) {
             const size_t pick = faults.below(onTime.size());
-            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[onTime[pick]], theta});
+            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[onTime[pick]], base});
             onTime.erase(onTime.begin() + static_cast<std::ptrdiff_t>(pick));
             ++result.staleResults;
         }
@@ -632,7 +634,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 !st)
                 return st.error();
             if (arm.rebaseLate)
-                coord::rebaseOnto(sum, it->base, theta, static_cast<float>(w), &pool);
+                coord::rebaseOnto(sum, *it->base, theta, static_cast<float>(w), &pool);
             weightSum += w;
             it = inFlight.erase(it);
         }
