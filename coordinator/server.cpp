@@ -1,198 +1,20 @@
 #include "server.hpp"
 
 #include "file_io.hpp"
+#include "http_io.hpp"
+#include "safe_text.hpp"
 #include "tls.hpp"
 
 #include <httplib.h>
 #include <openssl/ssl.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <chrono>
 #include <thread>
 
 namespace tandem::coord {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-constexpr int64_t kDrainLimit = 4 << 20;
-
-void sendJson(httplib::Response& res, int status, const std::string& body) {
-    res.status = status;
-    res.set_content(body, "application/json");
-}
-
-void sendRefusal(httplib::Response& res, const Refusal& r, bool closeConnection = false) {
-    sendJson(res, r.httpStatus, net::ApiError{r.code, r.message}.toJson());
-    if (r.retryAfterSeconds > 0)
-        res.set_header("Retry-After", std::to_string(r.retryAfterSeconds));
-    if (r.httpStatus == 401)
-        res.set_header("WWW-Authenticate", "Bearer");
-    // The body was not read: the connection cannot carry another request.
-    if (closeConnection)
-        res.set_header("Connection", "close");
-}
-
-std::optional<int64_t> pathNumber(const httplib::Request& req, size_t index) {
-    if (req.matches.size() <= index)
-        return std::nullopt;
-    try {
-        return std::stoll(req.matches[static_cast<int>(index)].str());
-    } catch (...) {
-        return std::nullopt;
-    }
-}
-
-const char* reasonCode(int status) {
-    switch (status) {
-        case 400:
-            return "bad_request";
-        case 401:
-            return "unauthorized";
-        case 403:
-            return "forbidden";
-        case 404:
-            return "not_found";
-        case 405:
-            return "method_not_allowed";
-        case 408:
-            return "timeout";
-        case 411:
-            return "length_required";
-        case 413:
-            return "too_large";
-        case 414:
-            return "uri_too_long";
-        case 416:
-            return "range_not_satisfiable";
-        case 431:
-            return "headers_too_large";
-        default:
-            return status >= 500 ? "internal" : "error";
-    }
-}
-
-// A single "bytes=" range resolved against size: [first, last], or 416, or "ignore the header"
-// (absent, malformed or several ranges: RFC 9110 lets a server answer 200 with everything).
-struct RangeResult {
-    bool use = false;
-    bool unsatisfiable = false;
-    int64_t first = 0, last = 0;
-};
-
-RangeResult parseRange(const std::string& header, int64_t size) {
-    RangeResult r;
-    if (header.rfind("bytes=", 0) != 0)
-        return r;
-    std::string spec = header.substr(6);
-    if (spec.find(',') != std::string::npos)
-        return r;
-    const size_t dash = spec.find('-');
-    if (dash == std::string::npos)
-        return r;
-    auto num = [](const std::string& s, int64_t& out) {
-        if (s.empty() || s.size() > 18)
-            return false;
-        for (char ch : s)
-            if (ch < '0' || ch > '9')
-                return false;
-        out = std::stoll(s);
-        return true;
-    };
-    const std::string a = spec.substr(0, dash), b = spec.substr(dash + 1);
-    int64_t x = 0, y = 0;
-    if (a.empty()) {  // suffix: the last y bytes
-        if (!num(b, y))
-            return r;
-        r.use = true;
-        if (y == 0 || size == 0) {
-            r.unsatisfiable = true;
-            return r;
-        }
-        r.first = std::max<int64_t>(0, size - y);
-        r.last = size - 1;
-        return r;
-    }
-    if (!num(a, x))
-        return r;
-    if (b.empty()) {
-        y = size - 1;
-    } else if (!num(b, y) || y < x) {
-        return r;
-    }
-    r.use = true;
-    if (x >= size) {
-        r.unsatisfiable = true;
-        return r;
-    }
-    r.first = x;
-    r.last = std::min(y, size - 1);
-    return r;
-}
-
-// Serves a file (or a range of it) from an open descriptor, streaming in 1 MiB pieces.
-void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file) {
-    const std::string etag = "\"" + net::toHex(file.sha256) + "\"";
-    res.set_header("ETag", etag);
-    res.set_header("Accept-Ranges", "bytes");
-    if (req.get_header_value("If-None-Match") == etag) {
-        res.status = 304;
-        return;
-    }
-    RangeResult range = parseRange(req.get_header_value("Range"), file.bytes);
-    // httplib would apply the Range again on top of ours: it is handled here.
-    const_cast<httplib::Request&>(req).ranges.clear();
-    if (range.use && !req.get_header_value("If-Range").empty() &&
-        req.get_header_value("If-Range") != etag)
-        range.use = false;
-    if (range.use && range.unsatisfiable) {
-        sendJson(
-            res, 416,
-            net::ApiError{"range_not_satisfiable", "the range '" + req.get_header_value("Range") +
-                                                       "' lies outside the " +
-                                                       std::to_string(file.bytes) + "-byte file"}
-                .toJson());
-        res.set_header("Content-Range", "bytes */" + std::to_string(file.bytes));
-        return;
-    }
-    int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        sendJson(
-            res, 500,
-            net::ApiError{"internal", "cannot open " + file.path.filename().string()}.toJson());
-        return;
-    }
-    auto holder = std::shared_ptr<int>(new int(fd), [](int* p) {
-        ::close(*p);
-        delete p;
-    });
-    int64_t start = 0, length = file.bytes;
-    if (range.use) {
-        start = range.first;
-        length = range.last - range.first + 1;
-        res.status = 206;
-        res.set_header("Content-Range", "bytes " + std::to_string(range.first) + "-" +
-                                            std::to_string(range.last) + "/" +
-                                            std::to_string(file.bytes));
-    } else {
-        res.status = 200;
-    }
-    res.set_content_provider(static_cast<size_t>(length), "application/octet-stream",
-                             [holder, start](size_t offset, size_t len, httplib::DataSink& sink) {
-                                 std::vector<char> buf(std::min<size_t>(len, 1 << 20));
-                                 ssize_t n = ::pread(
-                                     *holder, buf.data(), buf.size(),
-                                     static_cast<off_t>(start + static_cast<int64_t>(offset)));
-                                 if (n <= 0)
-                                     return false;
-                                 return sink.write(buf.data(), static_cast<size_t>(n));
-                             });
-}
-
-}  // namespace
 
 Expected<TlsFiles> ensureTlsIdentity(const fs::path& stateDir, const ServerConfig& config) {
     TlsFiles out;
@@ -251,23 +73,59 @@ struct Server::Impl {
         : coord(c), cfg(std::move(sc)), tls(std::move(t)), log(std::move(l)) {}
 
     // Authenticates the request; on refusal the response is already written.
-    std::optional<int64_t> auth(const httplib::Request& req, httplib::Response& res,
-                                bool bodyUnread = false) {
+    std::optional<int64_t> auth(const httplib::Request& req, httplib::Response& res) {
         auto id = coord.authenticate(req.get_header_value("Authorization"));
         if (!id.ok()) {
-            sendRefusal(res, id.refusal(), bodyUnread);
+            sendRefusal(res, id.refusal());
             return std::nullopt;
         }
         return id.value();
     }
 
+    int expectContinue(const httplib::Request& req, httplib::Response& res);
     void routes();
 };
+
+// Clients that send "Expect: 100-continue" (libcurl does for large bodies, the worker for every
+// result) learn about a refusal before they send hundreds of megabytes.
+int Server::Impl::expectContinue(const httplib::Request& req, httplib::Response& res) {
+    if (req.method != "PUT" || req.path.rfind("/v1/results/", 0) != 0)
+        return 100;
+    const BodyLength length = bodyLength(req);
+    if (!length.valid) {
+        sendRefusal(res, badLength(req), true);
+        return res.status;
+    }
+    auto id = coord.authenticate(req.get_header_value("Authorization"));
+    if (!id.ok()) {
+        sendRefusal(res, id.refusal(), true);
+        return res.status;
+    }
+    int64_t wu = 0;
+    try {
+        wu = std::stoll(req.path.substr(12));
+    } catch (...) {
+        sendRefusal(res, {404, "unknown_work_unit", "no such work unit"}, true);
+        return res.status;
+    }
+    auto check =
+        coord.beginUpload(id.value(), wu, req.has_header("Transfer-Encoding") ? -1 : length.bytes,
+                          req.get_header_value("X-Tandem-Signature"), true);
+    if (!check.ok()) {
+        sendRefusal(res, check.refusal(), true);
+        return res.status;
+    }
+    return 100;
+}
 
 void Server::Impl::routes() {
     httplib::SSLServer& s = *http;
 
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (!bodyLength(req).valid) {
+            sendRefusal(res, badLength(req), true);
+            return httplib::Server::HandlerResponse::Handled;
+        }
         // Bodies of JSON endpoints are buffered by httplib: bound them before they are read.
         const bool jsonRoute = req.method == "POST" &&
                                (req.path == "/v1/clients" || req.path.rfind("/v1/work", 0) == 0);
@@ -282,9 +140,7 @@ void Server::Impl::routes() {
                         true);
             return httplib::Server::HandlerResponse::Handled;
         }
-        const int64_t length = req.has_header("Content-Length")
-                                   ? std::atoll(req.get_header_value("Content-Length").c_str())
-                                   : 0;
+        const int64_t length = std::max<int64_t>(0, bodyLength(req).bytes);
         // A body somewhat too large is read and dropped by the handler, so that the client sees
         // the 413; a huge one is refused unread and the connection closed.
         if (length > limit && length > kDrainLimit) {
@@ -298,63 +154,54 @@ void Server::Impl::routes() {
         return httplib::Server::HandlerResponse::Unhandled;
     });
 
-    // Clients that send "Expect: 100-continue" (libcurl does for large bodies) learn about a
-    // refusal before they send hundreds of megabytes.
+    // It runs before routing, outside cpp-httplib's try/catch: nothing may escape it.
     s.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (req.method != "PUT" || req.path.rfind("/v1/results/", 0) != 0)
-            return 100;
-        auto id = coord.authenticate(req.get_header_value("Authorization"));
-        if (!id.ok()) {
-            sendRefusal(res, id.refusal(), true);
-            return res.status;
-        }
-        int64_t wu = 0;
         try {
-            wu = std::stoll(req.path.substr(12));
-        } catch (...) {
-            sendRefusal(res, {404, "unknown_work_unit", "no such work unit"}, true);
-            return res.status;
-        }
-        int64_t length = -1;
-        if (req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
-            length = std::atoll(req.get_header_value("Content-Length").c_str());
-        auto check = coord.beginUpload(id.value(), wu, length,
-                                       req.get_header_value("X-Tandem-Signature"), true);
-        if (!check.ok()) {
-            sendRefusal(res, check.refusal(), true);
-            return res.status;
-        }
-        return 100;
-    });
-
-    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty() || res.status == 304)
-            return;
-        std::string message = res.status == 404 ? "no endpoint " + req.method + " " + req.path +
-                                                      " (see docs/protocol.md)"
-                                                : "the request was refused by the HTTP layer";
-        sendJson(res, res.status, net::ApiError{reasonCode(res.status), message}.toJson());
-    });
-
-    s.set_exception_handler([this](const httplib::Request&, httplib::Response& res,
-                                   std::exception_ptr ep) {
-        std::string what = "unknown";
-        try {
-            std::rethrow_exception(ep);
+            return expectContinue(req, res);
         } catch (const std::exception& e) {
-            what = e.what();
-        } catch (...) {
+            log("error: exception in the 100-continue check: " + net::loggable(e.what()));
+            sendRefusal(res, {500, "internal", "the coordinator failed"}, true);
+            return 500;
         }
-        log("error: exception in a handler: " + what);
-        sendJson(res, 500, net::ApiError{"internal", "the coordinator failed: " + what}.toJson());
     });
+
+    s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+        try {
+            errorBody(req, res);
+        } catch (...) {  // outside routing too: an exception here would end the process
+            res.set_content(R"({"error":{"code":"internal","message":"the coordinator failed"}})",
+                            "application/json");
+        }
+    });
+
+    s.set_exception_handler(
+        [this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            std::string what = "unknown";
+            try {
+                std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                what = net::quotable(e.what(), 300);
+            } catch (...) {
+            }
+            try {
+                log("error: exception in a handler: " + what);
+                sendJson(res, 500,
+                         net::ApiError{"internal", "the coordinator failed: " + what}.toJson());
+            } catch (...) {
+                res.status = 500;
+            }
+        });
 
     s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
         // An empty method is cpp-httplib reading the unread body of a refused upload as the next
         // request before it closes the connection: not worth a line.
-        if (res.status >= 400 && !req.method.empty())
-            log(req.remote_addr + " " + req.method + " " + req.path + " -> " +
-                std::to_string(res.status) + " " + res.body.substr(0, 300));
+        if (res.status < 400 || req.method.empty())
+            return;
+        try {
+            log(net::loggable(req.remote_addr + " " + req.method + " " + req.path + " -> " +
+                              std::to_string(res.status) + " " + res.body.substr(0, 300)));
+        } catch (...) {
+        }
     });
 
     auto jsonTooLarge = [this](const httplib::Request& req, httplib::Response& res) {
@@ -412,19 +259,19 @@ void Server::Impl::routes() {
 
     s.Put(R"(/v1/results/(\d+))", [this](const httplib::Request& req, httplib::Response& res,
                                          const httplib::ContentReader& reader) {
-        auto id = auth(req, res, true);
-        if (!id)
-            return;
+        // A refusal before the body: drop what is left of it (bounded) so the answer arrives.
+        auto refuse = [&](const Refusal& r) { sendRefusal(res, r, !drainBody(reader)); };
+        auto id = coord.authenticate(req.get_header_value("Authorization"));
+        if (!id.ok())
+            return refuse(id.refusal());
         auto wu = pathNumber(req, 1);
         if (!wu)
-            return sendRefusal(res, {404, "unknown_work_unit", "no such work unit"}, true);
-        int64_t length = -1;
-        if (req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
-            length = std::atoll(req.get_header_value("Content-Length").c_str());
+            return refuse({404, "unknown_work_unit", "no such work unit"});
+        const int64_t length = req.has_header("Transfer-Encoding") ? -1 : bodyLength(req).bytes;
         auto session =
-            coord.beginUpload(*id, *wu, length, req.get_header_value("X-Tandem-Signature"));
+            coord.beginUpload(id.value(), *wu, length, req.get_header_value("X-Tandem-Signature"));
         if (!session.ok())
-            return sendRefusal(res, session.refusal(), true);
+            return refuse(session.refusal());
         std::optional<Outcome<std::string>> early;
         const bool complete = reader([&](const char* data, size_t n) {
             early = session.value()->feed(
@@ -474,9 +321,9 @@ void Server::Impl::routes() {
             bool digits = !v.empty() && v.size() <= 18 &&
                           v.find_first_not_of("0123456789") == std::string::npos;
             if (!digits)
-                return sendRefusal(res,
-                                   {400, "bad_request",
-                                    "bytes must be a non-negative integer, found '" + v + "'"});
+                return sendRefusal(res, {400, "bad_request",
+                                         "bytes must be a non-negative integer, found '" +
+                                             net::quotable(v) + "'"});
             bytes = std::stoll(v);
         }
         if (bytes > cfg.maxSpeedtestBytes)

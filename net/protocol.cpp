@@ -240,7 +240,9 @@ std::span<const uint8_t> bytesOf(const std::string& s) {
 // ---- ApiError
 
 std::string ApiError::toJson() const {
-    return json{{"error", {{"code", code}, {"message", message}}}}.dump();
+    // Never throws: a message that still holds invalid UTF-8 is sent with U+FFFD in its place.
+    return json{{"error", {{"code", code}, {"message", message}}}}.dump(
+        -1, ' ', false, json::error_handler_t::replace);
 }
 
 Expected<ApiError> ApiError::fromJson(std::string_view text) {

@@ -95,7 +95,10 @@ class TestCoordinator {
             return;
         }
         m_tls = *tls;
-        auto s = coord::Server::create(*m_coord, sc, *tls, nullptr);
+        auto s = coord::Server::create(*m_coord, sc, *tls, [this](const std::string& line) {
+            std::lock_guard lock(m_logMutex);
+            m_log.push_back(line);
+        });
         if (!s) {
             m_error = s.error().message;
             return;
