@@ -75,7 +75,8 @@ const char* kUsage =
     "arrives S versions late), pipe (every upload arrives one version late, as when each\n"
     "worker starts its next unit from the weights it has while its upload is in flight), raw\n"
     "(late deltas added as they are; by default they are re-based onto the weights they land\n"
-    "on, as the coordinator does), wus (the inner lr warms up and decays within each round,\n"
+    "on, as the coordinator does; reb<X> re-bases by the fraction X), wus (the inner lr warms up "
+    "and decays within each round,\n"
     "as work units did before the run-wide schedule), cst (the inner lr warms up once and then\n"
     "stays at its peak: the coordinator's schedule for a run of open length), olr<X> and\n"
     "mom<X> (outer lr and momentum for this arm).\n"
@@ -100,7 +101,9 @@ struct Arm {
     double dropRate = 0;
     int staleness = 0;
     bool pipelined = false;  // every upload lands one round late (workers overlap uploads)
-    bool rebaseLate = true;  // a late delta is re-based onto the weights it lands on (coordinator)
+    // How much of (base - current) a late delta is re-based by: 1 counts it from the weights it
+    // lands on, 0 adds it as it is (raw).
+    float rebaseFraction = 1.0f;
     bool roundSchedule = false;  // inner lr warms up and decays within each round
     bool constantLr = false;     // inner lr warms up once, then stays at its peak
     std::optional<float> outerLr, outerMomentum;
@@ -158,7 +161,7 @@ Expected<Arm> parseArm(const std::string& text) {
     auto bad = [&](const std::string& why) {
         return makeError("arm '" + text + "': " + why +
                          "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
-                         "[-pipe][-raw][-wus][-cst][-olr<X>][-mom<X>]");
+                         "[-pipe][-raw|-reb<X>][-wus][-cst][-olr<X>][-mom<X>]");
     };
     auto number = [](const std::string& s, double* out) {
         char* end = nullptr;
@@ -187,7 +190,10 @@ Expected<Arm> parseArm(const std::string& text) {
         } else if (p == "pipe") {
             arm.pipelined = true;
         } else if (p == "raw") {
-            arm.rebaseLate = false;
+            arm.rebaseFraction = 0.0f;
+        } else if (p.rfind("reb", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
+                   value <= 1) {
+            arm.rebaseFraction = static_cast<float>(value);
         } else if (p == "wus") {
             arm.roundSchedule = true;
         } else if (p == "cst") {
@@ -633,8 +639,9 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                            static_cast<float>(w), &pool);
                 !st)
                 return st.error();
-            if (arm.rebaseLate)
-                coord::rebaseOnto(sum, *it->base, theta, static_cast<float>(w), &pool);
+            if (arm.rebaseFraction > 0)
+                coord::rebaseOnto(sum, *it->base, theta, static_cast<float>(w) * arm.rebaseFraction,
+                                  &pool);
             weightSum += w;
             it = inFlight.erase(it);
         }
