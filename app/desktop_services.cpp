@@ -4,8 +4,8 @@
 #include "coordinator_client.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/devices.hpp"
+#include "engine_wiring.hpp"
 #include "platform_probe.hpp"
-#include "tandem_version.hpp"
 
 #include <QCoreApplication>
 
@@ -118,65 +118,6 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     for (const auto& h : status->history)
         r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
     return r;
-}
-
-net::HttpClientConfig httpConfigFor(const core::Settings& s) {
-    net::HttpClientConfig c;
-    c.baseUrl = s.coordinatorUrl;
-    c.caFile = s.caFile;
-    c.pinnedPublicKey = s.pinnedPublicKey;
-    c.proxy = s.proxy;
-    c.userAgent = std::string("tandem/") + TANDEM_VERSION;
-    return c;
-}
-
-ResolvedDevice resolveDevice(const std::string& wanted, int cpuThreads) {
-    ResolvedDevice out;
-    core::PlatformProbe probe;
-    auto inv = probe.inventory();
-    if (wanted == "auto" || wanted.rfind("cuda", 0) == 0) {
-        const GpuInventory gpus = detectGpus();
-        int index = 0;
-        if (wanted.rfind("cuda:", 0) == 0)
-            index = std::atoi(wanted.c_str() + 5);
-        const GpuDevice* gpu = nullptr;
-        for (const auto& d : gpus.devices)
-            if (d.index == index)
-                gpu = &d;
-        std::string why;
-        if (!cudaBackendBuilt())
-            why = "this build has no CUDA backend";
-        else if (!gpus.usable())
-            why = gpus.unavailableReason;
-        else if (!gpu)
-            why = "there is no CUDA device " + std::to_string(index);
-        else if (!gpu->supported)
-            why = gpu->name + " has compute capability " + std::to_string(gpu->computeMajor) + "." +
-                  std::to_string(gpu->computeMinor) + "; Tandem needs 7.5 or newer";
-        if (why.empty()) {
-            out.device = "cuda:" + std::to_string(index);
-            out.description = out.device + " " + gpu->name;
-            out.memoryBytes = gpu->totalMemoryBytes;
-        } else {
-            out.note = "training on the CPU: " + why;
-        }
-    }
-    if (out.device.empty()) {
-        out.device = "cpu";
-        out.description = "cpu";
-        if (inv) {
-            out.description =
-                "cpu " + inv->cpuModel + " (" + std::to_string(cpuThreads) + " threads)";
-            out.memoryBytes = inv->memoryAvailableBytes;
-        }
-    }
-    if (inv)
-        out.hardwareSummary = inv->cpuModel + ", " + std::to_string(inv->logicalCores) +
-                              " threads, " + core::formatBytes(inv->memoryTotalBytes) + " RAM, " +
-                              inv->osName;
-    if (out.device != "cpu")
-        out.hardwareSummary = out.description + "; " + out.hardwareSummary;
-    return out;
 }
 
 }  // namespace tandem::app

@@ -1,16 +1,15 @@
 // tandem-coordinator: serves one DiLoCo training run over HTTPS (DESIGN.md §3, §5).
+#include "command_line.hpp"
 #include "coordinator.hpp"
 #include "log_stamp.hpp"
 #include "server.hpp"
+#include "tandem_version.hpp"
 
 #include <pthread.h>
-#include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,45 +18,10 @@ using namespace tandem::coord;
 
 namespace {
 
-const char* kUsage = R"(Usage: tandem-coordinator [options]
+const char* kUsage = "Usage: tandem-coordinator [options]\n";
 
-Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/protocol.md).
-
-  --listen HOST:PORT        address to listen on (default 127.0.0.1:8443; port 0: any free port)
-  --state-dir DIR           database, weights, keys and certificates (default ./tandem-coordinator)
-  --corpus PATH...          text files or directories (needed when the state dir has no run yet)
-  --model NAME              tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)
-  --inner-steps H           inner steps per work unit for a fast worker (default 50)
-  --batch B                 batch size of the inner steps (default 8)
-  --seq-len T               sequence length (default: the model's)
-  --quorum auto|Q           auto (default): a round closes once every active worker (holding a
-                            unit with a live heartbeat) has reported; Q: at Q results
-  --round-timeout SECONDS   a round closes at this age with any results (default 600)
-  --max-staleness S         accept results up to S versions old, with reduced weight (default 1)
-  --stale-weight F          weight factor per version of staleness (default 0.5)
-  --max-norm-ratio R        refuse deltas with norm above R x the round median (default 10)
-  --target-wu-seconds S     work units sized to take about this long (default 300)
-  --heartbeat-timeout S     reassign work without progress for S seconds (default 180)
-  --outer-lr LR             outer Nesterov learning rate (default 0.7)
-  --outer-momentum MU       outer Nesterov momentum (default 0.9)
-  --inner-lr LR             peak inner AdamW learning rate (default 6e-4)
-  --lr-warmup-steps N       the inner lr warms up over the run's first N steps (default 100);
-                            the run's step is its version x --inner-steps
-  --lr-decay-steps N        cosine decay of the inner lr to a tenth of its peak at the run's
-                            step N (default 0: constant after the warmup, for a run of open
-                            length)
-  --threads N               threads for aggregation and validation (default 2)
-  --http-threads N          HTTPS worker threads (default 32)
-  --max-uploads N           concurrent uploads in all (default 4)
-  --seed N                  seed of the initial weights (default 1)
-  --tls-cert FILE --tls-key FILE
-                            certificate and key; without them a self-signed identity is made in
-                            <state-dir>/tls and its public-key pin is printed
-  --tls-name NAME           another DNS name or address for the generated certificate (repeatable;
-                            localhost, 127.0.0.1, ::1 and the listen host are always in it)
-  --help                    this text
-  --version                 the version
-)";
+const char* kDescription =
+    "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/protocol.md).";
 
 std::mutex g_logMutex;
 
@@ -66,6 +30,122 @@ void logLine(const std::string& line) {
     std::lock_guard lock(g_logMutex);
     std::fprintf(stderr, "%s %s\n", stamp.c_str(), line.c_str());
     std::fflush(stderr);
+}
+
+// --listen HOST:PORT ([v6]:PORT too).
+void parseListen(const std::string& text, ServerConfig& server) {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos)
+        throw app::badValue("--listen expects HOST:PORT, found '" + text + "'");
+    const auto port = app::parseInteger(text.substr(colon + 1), 0, 65535);
+    if (!port)
+        throw app::badValue(app::integerError("--listen port", text.substr(colon + 1), 0, 65535));
+    server.host = text.substr(0, colon);
+    if (server.host.size() > 2 && server.host.front() == '[')
+        server.host = server.host.substr(1, server.host.size() - 2);
+    server.port = static_cast<int>(*port);
+}
+
+// The command line into `cfg` and `server`; a value means "exit with it now".
+std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, CoordinatorConfig& cfg,
+                                ServerConfig& server) {
+    app::setUpCommandLine(cli, kUsage, {}, TANDEM_VERSION);
+    cli.add_option_function<std::string>(
+           "--listen", [&server](const std::string& v) { parseListen(v, server); },
+           "address to listen on (default 127.0.0.1:8443; port 0: any free port)")
+        ->type_name("HOST:PORT");
+    cli.add_option("--state-dir", cfg.stateDir,
+                   "database, weights, keys and certificates (default ./tandem-coordinator)")
+        ->type_name("DIR");
+    cli.add_option("--corpus", cfg.corpus,
+                   "text files or directories (needed when the state dir has no run yet)")
+        ->type_name("PATH")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cli.add_option_function<std::string>(
+           "--model",
+           [&cfg](const std::string& v) {
+               if (auto m = ModelConfig::parse(v); !m)
+                   throw app::badValue(m.error().message);
+               cfg.model = v;
+           },
+           "tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)")
+        ->type_name("NAME");
+    app::addInteger(cli, "--inner-steps", cfg.innerSteps, 1, 1000000, "H",
+                    "inner steps per work unit for a fast worker (default 50)");
+    app::addInteger(cli, "--batch", cfg.batch, 1, 65536, "B",
+                    "batch size of the inner steps (default 8)");
+    app::addInteger(cli, "--seq-len", cfg.seqLen, 1, 1 << 20, "T",
+                    "sequence length (default: the model's)");
+    cli.add_option_function<std::string>(
+           "--quorum",
+           [&cfg](const std::string& v) {
+               cfg.quorumOfActiveWorkers = v == "auto";
+               cfg.quorum = 1;
+               if (v == "auto")
+                   return;
+               const auto n = app::parseInteger(v, 1, 1000000);
+               if (!n)
+                   throw app::badValue(app::integerError("--quorum", v, 1, 1000000));
+               cfg.quorum = static_cast<int>(*n);
+           },
+           "auto (default): a round closes once every active worker (holding a\n"
+           "unit with a live heartbeat) has reported; Q: at Q results")
+        ->type_name("auto|Q");
+    app::addInteger(cli, "--round-timeout", cfg.roundTimeoutSeconds, 1, 86400 * 30, "SECONDS",
+                    "a round closes at this age with any results (default 600)");
+    app::addInteger(cli, "--max-staleness", cfg.maxStaleness, 0, 1000, "S",
+                    "accept results up to S versions old, with reduced weight (default 1)");
+    app::addNonNegative(cli, "--stale-weight", cfg.staleWeightFactor, "F",
+                        "weight factor per version of staleness (default 0.5)");
+    app::addNonNegative(cli, "--max-norm-ratio", cfg.maxNormRatio, "R",
+                        "refuse deltas with norm above R x the round median (default 10)");
+    app::addInteger(cli, "--target-wu-seconds", cfg.targetWorkUnitSeconds, 1, 86400, "S",
+                    "work units sized to take about this long (default 300)");
+    app::addInteger(cli, "--heartbeat-timeout", cfg.heartbeatTimeoutSeconds, 1, 86400, "S",
+                    "reassign work without progress for S seconds (default 180)");
+    app::addNonNegative(cli, "--outer-lr", cfg.outer.lr, "LR",
+                        "outer Nesterov learning rate (default 0.7)");
+    app::addNonNegative(cli, "--outer-momentum", cfg.outer.momentum, "MU",
+                        "outer Nesterov momentum (default 0.9)");
+    cli.add_option_function<std::string>(
+           "--inner-lr",
+           [&cfg](const std::string& v) {
+               const auto d = app::parseNonNegative(v);
+               if (!d)
+                   throw app::badValue(app::nonNegativeError("--inner-lr", v));
+               cfg.innerPeakLr = static_cast<float>(*d);
+               cfg.innerMinLr = static_cast<float>(*d / 10);
+           },
+           "peak inner AdamW learning rate (default 6e-4)")
+        ->type_name("LR");
+    app::addInteger(cli, "--lr-warmup-steps", cfg.lrWarmupSteps, 0, 1LL << 40, "N",
+                    "the inner lr warms up over the run's first N steps (default 100);\n"
+                    "the run's step is its version x --inner-steps");
+    app::addInteger(cli, "--lr-decay-steps", cfg.lrDecaySteps, 0, 1LL << 40, "N",
+                    "cosine decay of the inner lr to a tenth of its peak at the run's\n"
+                    "step N (default 0: constant after the warmup, for a run of open\n"
+                    "length)");
+    app::addInteger(cli, "--threads", cfg.threads, 1, 1024, "N",
+                    "threads for aggregation and validation (default 2)");
+    app::addInteger(cli, "--http-threads", server.threads, 2, 1024, "N",
+                    "HTTPS worker threads (default 32)");
+    app::addInteger(cli, "--max-uploads", cfg.maxConcurrentUploads, 1, 1024, "N",
+                    "concurrent uploads in all (default 4)");
+    app::addInteger(cli, "--seed", cfg.seed, 0, (1LL << 53) - 1, "N",
+                    "seed of the initial weights (default 1)");
+    cli.add_option("--tls-cert", server.certFile,
+                   "certificate (PEM); with --tls-key. Without them a self-signed identity is\n"
+                   "made in <state-dir>/tls and its public-key pin is printed")
+        ->type_name("FILE");
+    cli.add_option("--tls-key", server.keyFile, "the certificate's private key (PEM)")
+        ->type_name("FILE");
+    cli.add_option("--tls-name", server.extraNames,
+                   "another DNS name or address for the generated certificate (repeatable;\n"
+                   "localhost, 127.0.0.1, ::1 and the listen host are always in it)")
+        ->type_name("NAME")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false);
+    return app::parseCommandLine(cli, argc, argv);
 }
 
 int fail(const std::string& message) {
@@ -81,157 +161,14 @@ int main(int argc, char** argv) {
     cfg.quorum = 1;  // --quorum auto
     cfg.quorumOfActiveWorkers = true;
     ServerConfig server;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    std::string error;
-    auto need = [&](size_t& i) -> const std::string* {
-        if (i + 1 >= args.size()) {
-            error = args[i] + " needs a value";
-            return nullptr;
-        }
-        return &args[++i];
-    };
-    auto toInt = [&](const std::string& opt, const std::string& v, long long lo, long long hi,
-                     long long& out) {
-        char* end = nullptr;
-        errno = 0;
-        out = std::strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || errno != 0 || out < lo || out > hi) {
-            error = opt + " expects an integer in [" + std::to_string(lo) + ", " +
-                    std::to_string(hi) + "], found '" + v + "'";
-            return false;
-        }
-        return true;
-    };
-    auto toDouble = [&](const std::string& opt, const std::string& v, double& out) {
-        char* end = nullptr;
-        out = std::strtod(v.c_str(), &end);
-        if (v.empty() || *end != '\0' || !(out >= 0)) {
-            error = opt + " expects a non-negative number, found '" + v + "'";
-            return false;
-        }
-        return true;
-    };
-    for (size_t i = 0; i < args.size() && error.empty(); ++i) {
-        const std::string& a = args[i];
-        long long n = 0;
-        double d = 0;
-        const std::string* v = nullptr;
-        if (a == "--help" || a == "-h") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else if (a == "--version") {
-            std::printf("tandem-coordinator %s\n", TANDEM_VERSION);
-            return 0;
-        } else if (a == "--corpus") {
-            size_t before = cfg.corpus.size();
-            while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
-                cfg.corpus.emplace_back(args[++i]);
-            if (cfg.corpus.size() == before)
-                error = "--corpus needs at least one path";
-        } else if (a == "--listen") {
-            if (!(v = need(i)))
-                break;
-            const size_t colon = v->rfind(':');
-            if (colon == std::string::npos) {
-                error = "--listen expects HOST:PORT, found '" + *v + "'";
-                break;
-            }
-            server.host = v->substr(0, colon);
-            if (server.host.size() > 2 && server.host.front() == '[')
-                server.host = server.host.substr(1, server.host.size() - 2);
-            if (!toInt("--listen port", v->substr(colon + 1), 0, 65535, n))
-                break;
-            server.port = static_cast<int>(n);
-        } else if (a == "--state-dir") {
-            if (!(v = need(i)))
-                break;
-            cfg.stateDir = *v;
-        } else if (a == "--model") {
-            if (!(v = need(i)))
-                break;
-            cfg.model = *v;
-            auto m = ModelConfig::parse(*v);
-            if (!m)
-                error = m.error().message;
-        } else if (a == "--tls-cert") {
-            if (!(v = need(i)))
-                break;
-            server.certFile = *v;
-        } else if (a == "--tls-name") {
-            if (!(v = need(i)))
-                break;
-            server.extraNames.push_back(*v);
-        } else if (a == "--tls-key") {
-            if (!(v = need(i)))
-                break;
-            server.keyFile = *v;
-        } else {
-            struct IntOpt {
-                const char* name;
-                int* target;
-                long long lo, hi;
-            };
-            const IntOpt ints[] = {{"--inner-steps", &cfg.innerSteps, 1, 1000000},
-                                   {"--batch", &cfg.batch, 1, 65536},
-                                   {"--seq-len", &cfg.seqLen, 1, 1 << 20},
-                                   {"--round-timeout", &cfg.roundTimeoutSeconds, 1, 86400 * 30},
-                                   {"--max-staleness", &cfg.maxStaleness, 0, 1000},
-                                   {"--target-wu-seconds", &cfg.targetWorkUnitSeconds, 1, 86400},
-                                   {"--heartbeat-timeout", &cfg.heartbeatTimeoutSeconds, 1, 86400},
-                                   {"--threads", &cfg.threads, 1, 1024},
-                                   {"--http-threads", &server.threads, 2, 1024},
-                                   {"--max-uploads", &cfg.maxConcurrentUploads, 1, 1024}};
-            bool handled = false;
-            for (const auto& o : ints) {
-                if (a != o.name)
-                    continue;
-                handled = true;
-                if ((v = need(i)) && toInt(a, *v, o.lo, o.hi, n))
-                    *o.target = static_cast<int>(n);
-            }
-            if (handled)
-                continue;
-            if (a == "--quorum") {
-                if ((v = need(i)) && *v == "auto") {
-                    cfg.quorum = 1;
-                    cfg.quorumOfActiveWorkers = true;
-                } else if (v && toInt(a, *v, 1, 1000000, n)) {
-                    cfg.quorum = static_cast<int>(n);
-                    cfg.quorumOfActiveWorkers = false;
-                }
-            } else if (a == "--seed") {
-                if ((v = need(i)) && toInt(a, *v, 0, (1LL << 53) - 1, n))
-                    cfg.seed = static_cast<uint64_t>(n);
-            } else if (a == "--lr-warmup-steps" || a == "--lr-decay-steps") {
-                if ((v = need(i)) && toInt(a, *v, 0, 1LL << 40, n))
-                    (a == "--lr-warmup-steps" ? cfg.lrWarmupSteps : cfg.lrDecaySteps) = n;
-            } else if (a == "--stale-weight" || a == "--max-norm-ratio" || a == "--outer-lr" ||
-                       a == "--outer-momentum" || a == "--inner-lr") {
-                if (!(v = need(i)) || !toDouble(a, *v, d))
-                    break;
-                if (a == "--stale-weight")
-                    cfg.staleWeightFactor = d;
-                if (a == "--max-norm-ratio")
-                    cfg.maxNormRatio = d;
-                if (a == "--outer-lr")
-                    cfg.outer.lr = static_cast<float>(d);
-                if (a == "--outer-momentum")
-                    cfg.outer.momentum = static_cast<float>(d);
-                if (a == "--inner-lr") {
-                    cfg.innerPeakLr = static_cast<float>(d);
-                    cfg.innerMinLr = static_cast<float>(d / 10);
-                }
-            } else {
-                error = "unknown option '" + a + "' (see --help)";
-            }
-        }
-    }
-    if (error.empty() && cfg.lrDecaySteps > 0 && cfg.lrDecaySteps <= cfg.lrWarmupSteps)
-        error = "--lr-decay-steps (" + std::to_string(cfg.lrDecaySteps) +
-                ") must be larger than --lr-warmup-steps (" + std::to_string(cfg.lrWarmupSteps) +
-                ")";
-    if (!error.empty())
-        return fail(error);
+    CLI::App cli(kDescription, "tandem-coordinator");
+    if (auto exitCode = parseOptions(cli, argc, argv, cfg, server))
+        return *exitCode;
+    if (cfg.lrDecaySteps > 0 && cfg.lrDecaySteps <= cfg.lrWarmupSteps)
+        return app::usageError("tandem-coordinator",
+                               "--lr-decay-steps (" + std::to_string(cfg.lrDecaySteps) +
+                                   ") must be larger than --lr-warmup-steps (" +
+                                   std::to_string(cfg.lrWarmupSteps) + ")");
 
     // Signals are taken by sigwait below; every thread started from here inherits the mask.
     // A shell starts background jobs with SIGINT ignored; sigwait needs it deliverable.

@@ -2,16 +2,12 @@
 // EngineBridge, with the main window, the tray icon, the first-run wizard and the settings
 // (ui/). One instance per user and data directory: a second launch shows the running window.
 #include "app_actions.hpp"
-#include "coordinator_client.hpp"
-#include "cuda/cuda_backend.hpp"
-#include "cuda/devices.hpp"
 #include "desktop_services.hpp"
-#include "engine.hpp"
+#include "device_choice.hpp"
 #include "engine_bridge.hpp"
+#include "engine_wiring.hpp"
 #include "idle_dbus.hpp"
 #include "main_window.hpp"
-#include "net_coordinator_api.hpp"
-#include "platform_probe.hpp"
 #include "settings.hpp"
 #include "single_instance.hpp"
 #include "tandem_version.hpp"
@@ -50,13 +46,6 @@ fs::path defaultDataDir() {
     if (base.isEmpty())
         base = QDir::homePath() + QStringLiteral("/.local/share");
     return fs::path((base + QStringLiteral("/tandem")).toStdString());
-}
-
-std::string hostName() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0')
-        return "tandem";
-    return buf;
 }
 
 // Memory (ui/README.md, "Memory"). OpenBLAS starts one idle server thread per core when the
@@ -101,74 +90,45 @@ class EngineHost {
         if (s.coordinatorUrl.empty())
             return {};
         const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        const auto device = app::resolveDevice(s.device, threads);
-        net::HttpClientConfig http = app::httpConfigFor(s);
-        http.maxSendBytesPerSecond = s.uploadLimitBytesPerSecond;
-        http.maxRecvBytesPerSecond = s.downloadLimitBytesPerSecond;
-        http.retry.maxAttempts = 3;
-        http.retry.maxBackoff = std::chrono::milliseconds(10000);
-        auto client = net::CoordinatorClient::create(http);
-        if (!client)
-            return QString::fromStdString(client.error().message);
-        m_api = std::make_unique<core::NetCoordinatorApi>(std::move(*client));
-
-        core::EngineConfig cfg;
-        cfg.dataDir = dataDir(s);
-        cfg.coordinatorUrl = s.coordinatorUrl;
-        cfg.device = device.device;
-        cfg.deviceDescription = device.description;
-        cfg.deviceMemoryBytes = device.memoryBytes;
-        cfg.clientName = hostName();
-        cfg.hardwareSummary = device.hardwareSummary;
-        cfg.rules = s.rules;
-        core::Engine::Dependencies deps;
-        deps.api = m_api.get();
-        deps.clock = &m_clock;
-        deps.zone = &m_zone;
-        deps.backends = [threads](const std::string& dev) {
-            return makeBackendByName(dev, threads);
-        };
-        // The temperature rule reads the GPU in use through NVML (no CUDA context is made).
-        const int gpuIndex =
-            device.device.rfind("cuda:", 0) == 0 ? std::atoi(device.device.c_str() + 5) : -1;
-        deps.probe = [this, gpuIndex] {
-            core::RuleProbe p;
-            p.power = m_platform.powerStatus().source;
-            p.idleSeconds = m_idle.idleSeconds();
-            if (gpuIndex >= 0) {
-                for (const auto& gpu : detectGpus().devices)
-                    if (gpu.index == gpuIndex && gpu.temperatureC >= 0)
-                        p.temperatureC = gpu.temperatureC;
-            }
-            return p;
-        };
-        deps.observer = m_bridge.observer();
-        auto engine = core::Engine::create(cfg, deps);
-        if (!engine) {
-            m_api.reset();
-            return QString::fromStdString(engine.error().message);
-        }
-        m_engine = std::move(*engine);
-        if (!device.note.empty())
-            (void)m_engine->ledger().recordEvent(m_clock.nowMs(), core::EventLevel::Info,
-                                                 device.note);
-        m_bridge.setEngine(m_engine.get());
-        m_engine->start();
+        auto device = app::chooseDevice(s.device, threads, app::UnavailableDevice::FallBackToCpu);
+        if (!device)  // (FallBackToCpu always chooses one)
+            return QString::fromStdString(device.error().message);
+        app::EngineWiring wiring;
+        wiring.http = app::engineHttpConfig(app::httpConfigFor(s), s);
+        wiring.device = *device;
+        wiring.cpuThreads = threads;
+        wiring.clock = &m_clock;
+        wiring.zone = &m_zone;
+        wiring.idle = &m_idle;
+        wiring.observer = m_bridge.observer();
+        wiring.config.dataDir = dataDir(s);
+        wiring.config.coordinatorUrl = s.coordinatorUrl;
+        wiring.config.clientName = app::hostNameOr("tandem");
+        wiring.config.rules = s.rules;
+        auto wired = app::WiredEngine::create(wiring);
+        if (!wired)
+            return QString::fromStdString(wired.error().message);
+        m_wired = std::move(*wired);
+        core::Engine& engine = m_wired->engine();
+        if (!device->cpuReason.empty())
+            (void)engine.ledger().recordEvent(m_clock.nowMs(), core::EventLevel::Info,
+                                              "training on the CPU: " + device->cpuReason);
+        m_bridge.setEngine(&engine);
+        engine.start();
         return {};
     }
 
     // Checkpoints the unit in training and joins the engine's threads.
     void stop() {
-        if (!m_engine)
+        if (!m_wired)
             return;
         m_bridge.setEngine(nullptr);
-        m_engine->quit();
-        m_engine->wait();
-        m_engine.reset();
-        m_api.reset();
+        m_wired->engine().quit();
+        m_wired->engine().wait();
+        m_wired.reset();
     }
 
-    core::Engine* engine() const { return m_engine.get(); }
+    core::Engine* engine() const { return m_wired ? &m_wired->engine() : nullptr; }
 
   private:
     ui::EngineBridge& m_bridge;
@@ -176,9 +136,7 @@ class EngineHost {
     const core::TimeZone& m_zone;
     core::IdleSource& m_idle;
     fs::path m_configDir;
-    core::PlatformProbe m_platform;
-    std::unique_ptr<core::NetCoordinatorApi> m_api;
-    std::unique_ptr<core::Engine> m_engine;
+    std::unique_ptr<app::WiredEngine> m_wired;
 };
 
 }  // namespace

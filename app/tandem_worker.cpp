@@ -1,30 +1,24 @@
 // tandem-worker: the headless worker. Registers with a coordinator, trains DiLoCo work units on
 // the chosen device and uploads the results (core/engine.hpp); `tandem-worker status|pause|
 // resume|finish` control a running one through its local socket (core/control_socket.hpp).
+#include "command_line.hpp"
 #include "control_socket.hpp"
-#include "coordinator_client.hpp"
-#include "cuda/cuda_backend.hpp"
-#include "cuda/devices.hpp"
-#include "engine.hpp"
+#include "crypto.hpp"
+#include "device_choice.hpp"
+#include "engine_wiring.hpp"
 #include "log_stamp.hpp"
-#include "net_coordinator_api.hpp"
-#include "platform_probe.hpp"
 #include "settings.hpp"
-
-#include <unistd.h>
+#include "tandem_version.hpp"
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 using namespace tandem;
 using namespace tandem::core;
@@ -43,42 +37,26 @@ const char* kUsage = R"(Usage:
   tandem-worker --coordinator URL [--ca-file FILE | --pin sha256//...] --data-dir DIR
                 [--device auto|cpu|cuda:N] [--max-work-units N] [options]
   tandem-worker status|pause|resume|finish --data-dir DIR
+)";
 
-Donates this machine's compute to a DiLoCo training run: registers with the coordinator (an
+const char* kDescription =
+    R"(Donates this machine's compute to a DiLoCo training run: registers with the coordinator (an
 Ed25519 identity is made in the data directory on first start), fetches work units, trains them,
-uploads the fp16 pseudo-gradients and records every contribution in DIR/ledger.db.
+uploads the fp16 pseudo-gradients and records every contribution in DIR/ledger.db.)";
 
-  --coordinator URL      https://host:port of the coordinator
-  --ca-file FILE         trust the coordinator certificate through this CA bundle (PEM)
-  --pin sha256//BASE64   trust a self-signed coordinator by its public-key pin
-                         (tandem-coordinator prints it; without --ca-file/--pin: system CAs)
-  --data-dir DIR         identity, registration, ledger, checkpoints, results (created 0700)
-  --device D             auto (default: a usable NVIDIA GPU, else the CPU, saying why), cpu,
-                         or cuda:N
-  --threads N            CPU threads for the cpu device (default: all cores)
-  --max-work-units N     stop after N work units are trained and their results settled
-  --checkpoint-seconds S checkpoint the unit in training every S seconds (default 300)
-  --checkpoint-steps N   also every N steps (tests: crash-resume coverage)
-  --name NAME            the name the coordinator shows (default: the host name)
-  --help, --version
-
-Rules (battery, idle, time windows, temperature, daily caps), proxy and rate limits come from
+const char* kFooter =
+    R"(Rules (battery, idle, time windows, temperature, daily caps), proxy and rate limits come from
 DIR/settings.json (the desktop app writes it; see core/settings.hpp). Log lines (UTC) go to
 stderr. SIGINT/SIGTERM checkpoint the unit in training and exit; the next start resumes it.
-
-Control of a running worker (through DIR/control.sock, guarded by DIR/control.secret):
-  status    print the state, the current work unit, uploads and totals
-  pause     stop training at the next step (with a checkpoint); finished results still upload
-  resume    continue after pause
-  finish    finish the current work unit, then pause
+The control commands talk to a running worker through DIR/control.sock, guarded by
+DIR/control.secret.
 
 Exit codes:
   0  finished (--max-work-units reached), stopped by SIGINT/SIGTERM, or control command done
   1  could not run (data directory, identity, ledger, TLS set-up)
   2  bad command line or settings
   3  the requested device cannot be used
-  4  control command: no worker is running with that data directory
-)";
+  4  control command: no worker is running with that data directory)";
 
 std::mutex g_logMutex;
 std::atomic<int> g_signal{0};
@@ -114,6 +92,27 @@ class LogObserver final : public EngineObserver {
     }
 };
 
+// Tests only: TANDEM_TEST_KILL_AT=point[:n] kills this process (SIGKILL) at the n-th (default
+// first) pass through that point of the engine (see EngineConfig::testHook).
+std::function<void(const char*)> testKillHook() {
+    const char* killAt = std::getenv("TANDEM_TEST_KILL_AT");
+    if (!killAt || !*killAt)
+        return {};
+    std::string spec = killAt;
+    int nth = 1;
+    if (const auto colon = spec.find(':'); colon != std::string::npos) {
+        nth = std::max(1, std::atoi(spec.c_str() + colon + 1));
+        spec.resize(colon);
+    }
+    auto count = std::make_shared<std::atomic<int>>(0);
+    return [spec, nth, count](const char* point) {
+        if (spec == point && ++*count == nth) {
+            writeLog(std::string("TANDEM_TEST_KILL_AT: killing at ") + point);
+            std::raise(SIGKILL);
+        }
+    };
+}
+
 int control(const std::string& command, const fs::path& dataDir) {
     auto answer = sendControlCommand(dataDir, command);
     if (!answer) {
@@ -124,251 +123,141 @@ int control(const std::string& command, const fs::path& dataDir) {
     return kExitOk;
 }
 
-bool parseInt(const std::string& text, long long lo, long long hi, long long& out) {
-    char* end = nullptr;
-    errno = 0;
-    out = std::strtoll(text.c_str(), &end, 10);
-    return !text.empty() && *end == '\0' && errno == 0 && out >= lo && out <= hi;
+// The options of the command line, as given.
+struct Options {
+    std::string command;  // status, pause, resume, finish; empty: run the worker
+    std::string coordinatorUrl, caFile, pin, device, name;
+    fs::path dataDir;
+    long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300, checkpointSteps = 0;
+};
+
+// Parses argv into `o`; a value means "exit with it now" (help, version, bad command line).
+std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Options& o) {
+    app::setUpCommandLine(cli, kUsage, kFooter, TANDEM_VERSION);
+    cli.add_option("--coordinator", o.coordinatorUrl, "https://host:port of the coordinator")
+        ->type_name("URL");
+    cli.add_option("--ca-file", o.caFile,
+                   "trust the coordinator certificate through this CA bundle (PEM)")
+        ->type_name("FILE");
+    cli.add_option("--pin", o.pin,
+                   "trust a self-signed coordinator by its public-key pin\n"
+                   "(tandem-coordinator prints it; without --ca-file/--pin: system CAs)")
+        ->type_name("sha256//BASE64");
+    cli.add_option("--data-dir", o.dataDir,
+                   "identity, registration, ledger, checkpoints, results (created 0700)")
+        ->type_name("DIR");
+    cli.add_option("--device", o.device,
+                   "auto (default: a usable NVIDIA GPU, else the CPU, saying why), cpu,\n"
+                   "or cuda:N")
+        ->type_name("D");
+    const std::string positive = "a positive integer";
+    app::addInteger(cli, "--threads", o.threads, 1, 1000000000, "N",
+                    "CPU threads for the cpu device (default: all cores)", positive);
+    app::addInteger(cli, "--max-work-units", o.maxWorkUnits, 0, 1000000000, "N",
+                    "stop after N work units are trained and their results settled", positive);
+    app::addInteger(cli, "--checkpoint-seconds", o.checkpointSeconds, 1, 1000000000, "S",
+                    "checkpoint the unit in training every S seconds (default 300)", positive);
+    app::addInteger(cli, "--checkpoint-steps", o.checkpointSteps, 1, 1000000000, "N",
+                    "also every N steps (tests: crash-resume coverage)", positive);
+    cli.add_option("--name", o.name, "the name the coordinator shows (default: the host name)")
+        ->type_name("NAME");
+    const std::pair<const char*, const char*> commands[] = {
+        {"status", "print the state, the current work unit, uploads and totals"},
+        {"pause",
+         "stop training at the next step (with a checkpoint);\n"
+         "finished results still upload"},
+        {"resume", "continue after pause"},
+        {"finish", "finish the current work unit, then pause"}};
+    for (const auto& [command, help] : commands) {
+        CLI::App* sub = cli.add_subcommand(command, help);
+        sub->fallthrough();  // --data-dir belongs to the main command line
+        sub->callback([&o, c = std::string(command)] { o.command = c; });
+    }
+    cli.require_subcommand(0, 1);
+    return app::parseCommandLine(cli, argc, argv);
 }
 
-std::string hostName() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0')
-        return "tandem-worker";
-    return buf;
+int usage(const std::string& message) {
+    return app::usageError("tandem-worker", message);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    std::string coordinatorUrl, caFile, pin, device, name;
-    fs::path dataDir;
-    long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300, checkpointSteps = 0;
-    std::string command;
-    auto usage = [](const std::string& message) {
-        std::fprintf(stderr, "tandem-worker: %s (see --help)\n", message.c_str());
-        return kExitUsage;
-    };
-    if (!args.empty() &&
-        (args[0] == "status" || args[0] == "pause" || args[0] == "resume" || args[0] == "finish")) {
-        command = args[0];
-        args.erase(args.begin());
-    }
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&](std::string& out) {
-            if (i + 1 >= args.size())
-                return false;
-            out = args[++i];
-            return true;
-        };
-        std::string v;
-        if (a == "--help" || a == "-h") {
-            std::fputs(kUsage, stdout);
-            return kExitOk;
-        } else if (a == "--version") {
-            std::printf("tandem-worker %s\n", TANDEM_VERSION);
-            return kExitOk;
-        } else if (a == "--coordinator") {
-            if (!value(coordinatorUrl))
-                return usage("--coordinator needs a URL");
-        } else if (a == "--ca-file") {
-            if (!value(caFile))
-                return usage("--ca-file needs a file");
-        } else if (a == "--pin") {
-            if (!value(pin))
-                return usage("--pin needs sha256//BASE64");
-        } else if (a == "--data-dir") {
-            if (!value(v))
-                return usage("--data-dir needs a directory");
-            dataDir = v;
-        } else if (a == "--device") {
-            if (!value(device))
-                return usage("--device needs auto, cpu or cuda:N");
-        } else if (a == "--name") {
-            if (!value(name))
-                return usage("--name needs a name");
-        } else if (a == "--max-work-units" || a == "--threads" || a == "--checkpoint-seconds" ||
-                   a == "--checkpoint-steps") {
-            long long n = 0;
-            if (!value(v) || !parseInt(v, a == "--max-work-units" ? 0 : 1, 1000000000, n))
-                return usage(a + " expects a positive integer, found '" + v + "'");
-            (a == "--max-work-units"       ? maxWorkUnits
-             : a == "--threads"            ? threads
-             : a == "--checkpoint-seconds" ? checkpointSeconds
-                                           : checkpointSteps) = n;
-        } else {
-            return usage("unknown option '" + a + "'");
-        }
-    }
-    if (dataDir.empty())
+    Options o;
+    CLI::App cli(kDescription, "tandem-worker");
+    if (auto exitCode = parseOptions(cli, argc, argv, o))
+        return *exitCode;
+    if (o.dataDir.empty())
         return usage("--data-dir is required");
-    if (!command.empty())
-        return control(command, dataDir);
+    if (!o.command.empty())
+        return control(o.command, o.dataDir);
     std::signal(SIGPIPE, SIG_IGN);
 
     // Settings from the data directory; the command line wins.
-    auto loaded = loadSettings(dataDir / kSettingsFileName);
+    auto loaded = loadSettings(o.dataDir / kSettingsFileName);
     if (!loaded)
         return usage(loaded.error().message);
     Settings settings = loaded->settings;
     for (const auto& w : loaded->warnings)
         writeLog("warning: settings: " + w);
-    if (coordinatorUrl.empty())
-        coordinatorUrl = settings.coordinatorUrl;
-    if (coordinatorUrl.empty())
+    if (o.coordinatorUrl.empty())
+        o.coordinatorUrl = settings.coordinatorUrl;
+    if (o.coordinatorUrl.empty())
         return usage("--coordinator is required (or coordinatorUrl in settings.json)");
-    if (coordinatorUrl.rfind("https://", 0) != 0)
-        return usage("--coordinator must be an https:// URL, found '" + coordinatorUrl + "'");
-    if (!caFile.empty() && !pin.empty())
+    if (o.coordinatorUrl.rfind("https://", 0) != 0)
+        return usage("--coordinator must be an https:// URL, found '" + o.coordinatorUrl + "'");
+    if (!o.caFile.empty() && !o.pin.empty())
         return usage("give --ca-file or --pin, not both");
-    if (caFile.empty() && pin.empty()) {
-        caFile = settings.caFile;
-        pin = settings.pinnedPublicKey;
+    if (o.caFile.empty() && o.pin.empty()) {
+        o.caFile = settings.caFile;
+        o.pin = settings.pinnedPublicKey;
     }
-    if (!pin.empty() && pin.rfind("sha256//", 0) != 0)
-        return usage("--pin expects sha256//BASE64, found '" + pin + "'");
-    if (device.empty())
-        device = settings.device;
-    if (threads <= 0)
-        threads = std::max(1u, std::thread::hardware_concurrency());
+    if (!o.pin.empty() && o.pin.rfind("sha256//", 0) != 0)
+        return usage("--pin expects sha256//BASE64, found '" + o.pin + "'");
+    if (o.device.empty())
+        o.device = settings.device;
+    if (o.threads <= 0)
+        o.threads = std::max(1u, std::thread::hardware_concurrency());
+    const int cpuThreads = static_cast<int>(o.threads);
 
-    // The device.
-    std::string resolved, description;
-    int64_t deviceMemory = 0;
-    if (device == "auto" || device.rfind("cuda", 0) == 0) {
-        const GpuInventory gpus = detectGpus();
-        std::string why;
-        if (!cudaBackendBuilt())
-            why = "this build has no CUDA backend";
-        else if (!gpus.usable())
-            why = gpus.unavailableReason;
-        int index = 0;
-        if (device.rfind("cuda:", 0) == 0) {
-            long long n = 0;
-            if (!parseInt(device.substr(5), 0, 1024, n))
-                return usage("--device expects auto, cpu or cuda:N, found '" + device + "'");
-            index = static_cast<int>(n);
-        } else if (device != "auto" && device != "cuda") {
-            return usage("--device expects auto, cpu or cuda:N, found '" + device + "'");
-        }
-        const GpuDevice* gpu = nullptr;
-        for (const auto& d : gpus.devices)
-            if (d.index == index)
-                gpu = &d;
-        if (why.empty() && !gpu)
-            why = "there is no CUDA device " + std::to_string(index) + " (found " +
-                  std::to_string(gpus.devices.size()) + ")";
-        if (why.empty() && !gpu->supported)
-            why = gpu->name + " has compute capability " + std::to_string(gpu->computeMajor) + "." +
-                  std::to_string(gpu->computeMinor) + "; this build needs 7.5 or newer";
-        if (!why.empty()) {
-            if (device != "auto") {
-                std::fprintf(stderr, "tandem-worker: cannot use %s: %s\n", device.c_str(),
-                             why.c_str());
-                return kExitNoDevice;
-            }
-            writeLog("device: the CPU (no GPU: " + why + ")");
-            resolved = "cpu";
-        } else {
-            resolved = "cuda:" + std::to_string(index);
-            description = resolved + " " + gpu->name;
-            deviceMemory = gpu->totalMemoryBytes;
-            writeLog("device: " + description);
-        }
-    } else if (device == "cpu") {
-        resolved = "cpu";
-    } else {
-        return usage("--device expects auto, cpu or cuda:N, found '" + device + "'");
+    auto device = app::chooseDevice(o.device, cpuThreads, app::UnavailableDevice::Fail);
+    if (!device) {
+        if (device.error().kind == app::DeviceError::Kind::BadValue)
+            return usage(device.error().message);
+        std::fprintf(stderr, "tandem-worker: %s\n", device.error().message.c_str());
+        return kExitNoDevice;
     }
-    PlatformProbe probe;
-    std::string hardware;
-    if (auto inv = probe.inventory()) {
-        hardware = inv->cpuModel + ", " + std::to_string(inv->logicalCores) + " threads, " +
-                   formatBytes(inv->memoryTotalBytes) + " RAM, " + inv->osName;
-        if (resolved == "cpu") {
-            description = "cpu " + inv->cpuModel + " (" + std::to_string(threads) + " threads)";
-            deviceMemory = inv->memoryAvailableBytes;
-        }
-    }
-    if (!description.empty() && description.rfind("cuda", 0) == 0)
-        hardware = description + "; " + hardware;
+    if (!device->cpuReason.empty())
+        writeLog("device: the CPU (no GPU: " + device->cpuReason + ")");
+    else if (device->gpuIndex >= 0)
+        writeLog("device: " + device->description);
 
-    // The coordinator client.
-    net::HttpClientConfig http;
-    http.baseUrl = coordinatorUrl;
-    http.caFile = caFile;
-    http.pinnedPublicKey = pin;
-    http.proxy = settings.proxy;
-    http.userAgent = std::string("tandem-worker/") + TANDEM_VERSION;
-    http.maxSendBytesPerSecond = settings.uploadLimitBytesPerSecond;
-    http.maxRecvBytesPerSecond = settings.downloadLimitBytesPerSecond;
-    http.retry.maxAttempts = 3;  // the engine backs off on its own after that
-    http.retry.maxBackoff = std::chrono::milliseconds(10000);
-    auto client = net::CoordinatorClient::create(http);
-    if (!client) {
-        std::fprintf(stderr, "tandem-worker: %s\n", client.error().message.c_str());
-        return kExitError;
-    }
-    NetCoordinatorApi api(std::move(*client));
-
+    Settings connection = settings;  // the command line's coordinator and trust
+    connection.coordinatorUrl = o.coordinatorUrl;
+    connection.caFile = o.caFile;
+    connection.pinnedPublicKey = o.pin;
     SystemClock clock;
     SystemTimeZone zone;
     TtyIdleSource idle(clock);
     LogObserver observer;
-    EngineConfig cfg;
-    cfg.dataDir = dataDir;
-    cfg.coordinatorUrl = coordinatorUrl;
-    cfg.device = resolved;
-    cfg.deviceDescription = description.empty() ? resolved : description;
-    cfg.deviceMemoryBytes = deviceMemory;
-    cfg.clientName = name.empty() ? hostName() : name;
-    cfg.hardwareSummary = hardware;
+    app::EngineWiring wiring;
+    wiring.http = app::engineHttpConfig(app::httpConfigFor(connection, "tandem-worker"), settings);
+    wiring.device = *device;
+    wiring.cpuThreads = cpuThreads;
+    wiring.clock = &clock;
+    wiring.zone = &zone;
+    wiring.idle = &idle;
+    wiring.observer = &observer;
+    EngineConfig& cfg = wiring.config;
+    cfg.dataDir = o.dataDir;
+    cfg.coordinatorUrl = o.coordinatorUrl;
+    cfg.clientName = o.name.empty() ? app::hostNameOr("tandem-worker") : o.name;
     cfg.rules = settings.rules;
-    cfg.maxWorkUnits = static_cast<int>(maxWorkUnits);
-    cfg.checkpointIntervalMs = checkpointSeconds * 1000;
-    cfg.checkpointEverySteps = static_cast<int>(checkpointSteps);
-    // Tests only: TANDEM_TEST_KILL_AT=point[:n] kills this process (SIGKILL) at the n-th (default
-    // first) pass through that point of the engine (see EngineConfig::testHook).
-    if (const char* killAt = std::getenv("TANDEM_TEST_KILL_AT"); killAt && *killAt) {
-        std::string spec = killAt;
-        int nth = 1;
-        if (const auto colon = spec.find(':'); colon != std::string::npos) {
-            nth = std::max(1, std::atoi(spec.c_str() + colon + 1));
-            spec.resize(colon);
-        }
-        auto count = std::make_shared<std::atomic<int>>(0);
-        cfg.testHook = [spec, nth, count](const char* point) {
-            if (spec == point && ++*count == nth) {
-                writeLog(std::string("TANDEM_TEST_KILL_AT: killing at ") + point);
-                std::raise(SIGKILL);
-            }
-        };
-    }
-    Engine::Dependencies deps;
-    deps.api = &api;
-    deps.clock = &clock;
-    deps.zone = &zone;
-    const int cpuThreads = static_cast<int>(threads);
-    deps.backends = [cpuThreads](const std::string& dev) {
-        return makeBackendByName(dev, cpuThreads);
-    };
-    // The temperature rule reads the GPU in use through NVML (no CUDA context is made).
-    const int gpuIndex = resolved.rfind("cuda:", 0) == 0 ? std::atoi(resolved.c_str() + 5) : -1;
-    deps.probe = [&probe, &idle, gpuIndex] {
-        RuleProbe p;
-        p.power = probe.powerStatus().source;
-        p.idleSeconds = idle.idleSeconds();
-        if (gpuIndex >= 0) {
-            for (const auto& gpu : detectGpus().devices) {
-                if (gpu.index == gpuIndex && gpu.temperatureC >= 0)
-                    p.temperatureC = gpu.temperatureC;
-            }
-        }
-        return p;
-    };
-    deps.observer = &observer;
+    cfg.maxWorkUnits = static_cast<int>(o.maxWorkUnits);
+    cfg.checkpointIntervalMs = o.checkpointSeconds * 1000;
+    cfg.checkpointEverySteps = static_cast<int>(o.checkpointSteps);
+    cfg.testHook = testKillHook();
 
     // Signals set a flag that a watcher thread turns into quit(). A handler rather than sigwait:
     // libraries (OpenBLAS) start threads before main() that would not block the signals.
@@ -379,14 +268,14 @@ int main(int argc, char** argv) {
     sigaction(SIGTERM, &action, nullptr);
 
     writeLog(std::string("tandem-worker ") + TANDEM_VERSION + " starting; data in " +
-             dataDir.string() + ", coordinator " + coordinatorUrl);
-    auto engine = Engine::create(cfg, deps);
-    if (!engine) {
-        std::fprintf(stderr, "tandem-worker: %s\n", engine.error().message.c_str());
+             o.dataDir.string() + ", coordinator " + o.coordinatorUrl);
+    auto wired = app::WiredEngine::create(wiring);
+    if (!wired) {
+        std::fprintf(stderr, "tandem-worker: %s\n", wired.error().message.c_str());
         return kExitError;
     }
-    Engine& e = **engine;
-    auto server = ControlServer::start(dataDir, [&e, &zone, &clock](const std::string& cmd) {
+    Engine& e = (*wired)->engine();
+    auto server = ControlServer::start(o.dataDir, [&e, &zone, &clock](const std::string& cmd) {
         if (cmd == "status")
             return formatSnapshot(e.snapshot(), clock.nowMs(), zone);
         if (cmd == "pause") {
@@ -408,7 +297,7 @@ int main(int argc, char** argv) {
         return kExitError;
     }
     writeLog("identity " + net::toBase64(e.publicKey()) +
-             "; control: tandem-worker status --data-dir " + dataDir.string());
+             "; control: tandem-worker status --data-dir " + o.dataDir.string());
 
     std::atomic<bool> done{false};
     std::thread signalThread([&] {

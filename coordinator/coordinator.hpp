@@ -74,17 +74,12 @@ struct Refusal {
     int retryAfterSeconds = 0;
 };
 
+// A value or a refusal; refusal() is error() under the name the coordinator's code uses.
 template <class T>
-class Outcome {
+class Outcome : public Expected<T, Refusal> {
   public:
-    Outcome(T value) : m_v(std::in_place_index<0>, std::move(value)) {}
-    Outcome(Refusal r) : m_v(std::in_place_index<1>, std::move(r)) {}
-    bool ok() const { return m_v.index() == 0; }
-    T& value() { return std::get<0>(m_v); }
-    const Refusal& refusal() const { return std::get<1>(m_v); }
-
-  private:
-    std::variant<T, Refusal> m_v;
+    using Expected<T, Refusal>::Expected;
+    const Refusal& refusal() const { return this->error(); }
 };
 
 struct WorkOffer {

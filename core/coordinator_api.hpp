@@ -4,6 +4,7 @@
 #pragma once
 
 #include "crypto.hpp"
+#include "expected.hpp"
 #include "protocol.hpp"
 
 #include <cstdint>
@@ -12,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 
 namespace tandem::core {
 
@@ -38,23 +38,9 @@ inline ApiFailure apiFailure(std::string message, bool transient,
     return f;
 }
 
+// A value, or the failure of a call.
 template <class T>
-class [[nodiscard]] ApiResult {
-  public:
-    ApiResult(T value) : m_state(std::in_place_index<0>, std::move(value)) {}
-    ApiResult(ApiFailure failure) : m_state(std::in_place_index<1>, std::move(failure)) {}
-    bool ok() const { return m_state.index() == 0; }
-    explicit operator bool() const { return ok(); }
-    T& value() & { return std::get<0>(m_state); }
-    const T& value() const& { return std::get<0>(m_state); }
-    T* operator->() { return &value(); }
-    const T* operator->() const { return &value(); }
-    T& operator*() & { return value(); }
-    const ApiFailure& error() const { return std::get<1>(m_state); }
-
-  private:
-    std::variant<T, ApiFailure> m_state;
-};
+using ApiResult = Expected<T, ApiFailure>;
 
 // Progress of a transfer: bytes so far (including bytes resumed from disk), total (-1 unknown),
 // average rate. Return false to cancel (a cancelled download keeps its partial file).
