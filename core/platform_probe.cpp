@@ -1,5 +1,7 @@
 #include "platform_probe.hpp"
 
+#include "text.hpp"
+
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -27,26 +29,19 @@ std::optional<std::string> readSmallFile(const fs::path& path) {
     return text.str();
 }
 
-std::string trim(std::string s) {
-    const auto notSpace = [](unsigned char c) { return !std::isspace(c); };
-    s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));
-    s.erase(std::find_if(s.rbegin(), s.rend(), notSpace).base(), s.end());
-    return s;
-}
-
 std::optional<std::string> readValue(const fs::path& path) {
     auto text = readSmallFile(path);
     if (!text)
         return std::nullopt;
-    return trim(*text);
+    return trimWhitespace(*text);
 }
 
 // "key\t: value" lines of /proc/cpuinfo and "Key:   123 kB" lines of /proc/meminfo.
 std::pair<std::string, std::string> splitColon(const std::string& line) {
     const size_t colon = line.find(':');
     if (colon == std::string::npos)
-        return {trim(line), {}};
-    return {trim(line.substr(0, colon)), trim(line.substr(colon + 1))};
+        return {trimWhitespace(line), {}};
+    return {trimWhitespace(line.substr(0, colon)), trimWhitespace(line.substr(colon + 1))};
 }
 
 // os-release values: unquoted, "double quoted" with backslash escapes, or 'single quoted'.
@@ -179,8 +174,8 @@ Expected<HardwareInventory> PlatformProbe::inventory() const {
             const size_t eq = line.find('=');
             if (eq == std::string::npos)
                 continue;
-            const std::string key = trim(line.substr(0, eq));
-            const std::string value = unquote(trim(line.substr(eq + 1)));
+            const std::string key = trimWhitespace(line.substr(0, eq));
+            const std::string value = unquote(trimWhitespace(line.substr(eq + 1)));
             if (key == "PRETTY_NAME")
                 inv.osName = value;
             if (key == "NAME")

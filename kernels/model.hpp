@@ -1,10 +1,10 @@
-// The GPT model's shape: its configuration and the one table that describes every parameter
-// tensor inside the single flat fp32 buffer.
+// The GPT model's parameters: the one table that describes every parameter tensor inside the
+// single flat fp32 buffer, built from a ModelConfig (base/model_config.hpp).
 //
 // Dimensions: L layers, NH heads, C channels, T sequence length (maxSeqLen), V vocabulary (256).
 #pragma once
 
-#include "expected.hpp"
+#include "model_config.hpp"
 
 #include <cstdint>
 #include <span>
@@ -13,23 +13,6 @@
 #include <vector>
 
 namespace tandem {
-
-struct ModelConfig {
-    int layers = 0;     // L
-    int heads = 0;      // NH
-    int channels = 0;   // C
-    int maxSeqLen = 0;  // T: positions the model has embeddings for
-    int vocabSize = 256;
-
-    // "tiny", "small", "medium", or numbers as "L=2,NH=4,C=128,T=64".
-    static Expected<ModelConfig> parse(std::string_view text);
-    // Refuses sizes that make no sense (zero, C not divisible by NH, absurdly large).
-    Status validate() const;
-    std::string describe() const;  // "L=2 NH=4 C=128 T=64 V=256"
-    int64_t parameterCount() const;
-
-    bool operator==(const ModelConfig&) const = default;
-};
 
 struct TensorInfo {
     std::string name;  // e.g. "blocks.0.attn.qkv.weight"

@@ -6,16 +6,13 @@
 // Dimensions: P parameters.
 #pragma once
 
+#include "optimizer.hpp"
+
 #include <span>
 
 namespace tandem {
 
 class ThreadPool;
-
-struct OuterConfig {
-    float lr = 0.7f;
-    float momentum = 0.9f;
-};
 
 // theta (P), velocity (P), deltaSum (P)
 void outerNesterovStep(std::span<float> theta, std::span<float> velocity,

@@ -7,6 +7,10 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace tandem::net {
@@ -51,6 +55,32 @@ Sha256Digest Sha256::finish() {
     Sha256Digest out{};
     unsigned int len = 0;
     EVP_DigestFinal_ex(m_impl->ctx, out.data(), &len);
+    return out;
+}
+
+Expected<FileDigest> sha256File(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return makeError("cannot open " + path.string() + ": " + std::strerror(errno));
+    Sha256 hash;
+    FileDigest out;
+    std::vector<uint8_t> buffer(1 << 20);
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            const int error = errno;
+            ::close(fd);
+            return makeError("cannot read " + path.string() + ": " + std::strerror(error));
+        }
+        if (n == 0)
+            break;
+        hash.update(std::span<const uint8_t>(buffer.data(), static_cast<size_t>(n)));
+        out.bytes += n;
+    }
+    ::close(fd);
+    out.digest = hash.finish();
     return out;
 }
 

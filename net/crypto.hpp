@@ -35,6 +35,13 @@ class Sha256 {
     std::unique_ptr<Impl> m_impl;
 };
 
+// The SHA-256 and size of a file, read in pieces (weights and shards do not fit in memory twice).
+struct FileDigest {
+    Sha256Digest digest{};
+    int64_t bytes = 0;
+};
+Expected<FileDigest> sha256File(const std::filesystem::path& path);
+
 std::string toHex(std::span<const uint8_t> bytes);
 Expected<std::vector<uint8_t>> fromHex(std::string_view hex);
 Expected<Sha256Digest> digestFromHex(std::string_view hex);  // exactly 64 hex digits

@@ -4,7 +4,7 @@
 
 #include "crypto.hpp"
 #include "expected.hpp"
-#include "model.hpp"
+#include "model_config.hpp"
 #include "optimizer.hpp"
 
 #include <cstdint>

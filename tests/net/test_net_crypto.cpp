@@ -12,6 +12,8 @@
 
 #include <sys/stat.h>
 
+#include <fstream>
+
 using namespace tandem;
 using namespace tandem::net;
 
@@ -44,6 +46,43 @@ class TestNetCrypto : public QObject {
             step = step * 3 + 1;
         }
         QCOMPARE(h.finish(), sha256(data));
+    }
+    void sha256FileMatchesTheBytes() {
+        QTemporaryDir dir;
+        const std::filesystem::path root = dir.path().toStdString();
+        auto write = [&](const char* name, const std::string& content) {
+            std::ofstream(root / name, std::ios::binary) << content;
+            return root / name;
+        };
+        auto abc = sha256File(write("abc", "abc"));
+        QVERIFY(abc.ok());
+        QCOMPARE(toHex(abc->digest),
+                 std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        QCOMPARE(abc->bytes, int64_t{3});
+        auto empty = sha256File(write("empty", ""));
+        QVERIFY(empty.ok());
+        QCOMPARE(empty->digest, sha256(std::string_view("")));
+        QCOMPARE(empty->bytes, int64_t{0});
+        // Larger than the read buffer and not a multiple of it.
+        std::string big(5 * (1 << 19) + 3, '\0');
+        for (size_t i = 0; i < big.size(); ++i)
+            big[i] = static_cast<char>(i * 131 + 17);
+        auto large = sha256File(write("big", big));
+        QVERIFY(large.ok());
+        QCOMPARE(large->digest, sha256(std::string_view(big)));
+        QCOMPARE(large->bytes, static_cast<int64_t>(big.size()));
+    }
+    void sha256FileErrorsNameThePath() {
+        QTemporaryDir dir;
+        const std::filesystem::path missing = dir.path().toStdString() + "/missing";
+        auto none = sha256File(missing);
+        QVERIFY(!none.ok());
+        QCOMPARE(none.error().message,
+                 "cannot open " + missing.string() + ": No such file or directory");
+        auto folder = sha256File(dir.path().toStdString());
+        QVERIFY(!folder.ok());
+        QVERIFY2(folder.error().message.find("Is a directory") != std::string::npos,
+                 folder.error().message.c_str());
     }
     void hexRoundTripAndErrors() {
         std::vector<uint8_t> v{0, 1, 0xab, 0xff};

@@ -1,4 +1,6 @@
-// Inner optimizer settings (AdamW with warmup + cosine) shared by every backend.
+// Optimizer settings as values: the inner AdamW and its learning-rate schedule (every backend,
+// and the manifest of a work unit), and the outer Nesterov step the coordinator applies
+// (kernels/outer.hpp).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,11 @@ struct LrSchedule {
     int64_t totalSteps = 1;
 
     float at(int64_t step) const;
+};
+
+struct OuterConfig {
+    float lr = 0.7f;
+    float momentum = 0.9f;
 };
 
 }  // namespace tandem
