@@ -26,8 +26,11 @@ struct LrSchedule {
     float at(int64_t step) const;
 };
 
+// lr 0.35, not the DiLoCo paper's 0.7: with the worker's upload overlap nearly every result lands
+// one version late, and re-based late results diverge past an outer lr of about 0.68 at momentum
+// 0.9 (docs/benchmarks.md, "Long runs with late results").
 struct OuterConfig {
-    float lr = 0.7f;
+    float lr = 0.35f;
     float momentum = 0.9f;
 };
 

@@ -19,30 +19,6 @@ using namespace transport;
 
 namespace {
 
-// SHA-256 and size of a file, read in 1 MiB pieces.
-Expected<std::pair<Sha256Digest, int64_t>> hashFile(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return Error{"cannot open " + path.string() + ": " + std::strerror(errno)};
-    Sha256 h;
-    std::vector<uint8_t> buf(1 << 20);
-    int64_t total = 0;
-    for (;;) {
-        const ssize_t n = ::read(fd, buf.data(), buf.size());
-        if (n < 0) {
-            const int err = errno;
-            ::close(fd);
-            return Error{"cannot read " + path.string() + ": " + std::strerror(err)};
-        }
-        if (n == 0)
-            break;
-        h.update(std::span(buf.data(), static_cast<size_t>(n)));
-        total += n;
-    }
-    ::close(fd);
-    return std::pair{h.finish(), total};
-}
-
 int64_t fileSize(const std::filesystem::path& path) {
     struct stat s {};
     return ::stat(path.c_str(), &s) == 0 ? static_cast<int64_t>(s.st_size) : 0;
@@ -64,7 +40,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
     };
     // Checks the complete partial; renames it into place or deletes it.
     auto verifyPart = [&]() -> HttpResult<Unit> {
-        auto hashed = hashFile(part);
+        auto hashed = sha256File(part);
         if (!hashed)
             return makeHttpError(HttpErrorKind::LocalIo, hashed.error().message);
         const auto& [digest, size] = *hashed;
@@ -100,10 +76,10 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
     {
         std::error_code ec;
         if (std::filesystem::exists(dest, ec)) {
-            auto hashed = hashFile(dest);
-            if (hashed && hashed->first == request.expectedSha256 &&
-                (request.expectedBytes < 0 || hashed->second == request.expectedBytes)) {
-                result.bytes = hashed->second;
+            auto hashed = sha256File(dest);
+            if (hashed && hashed->digest == request.expectedSha256 &&
+                (request.expectedBytes < 0 || hashed->bytes == request.expectedBytes)) {
+                result.bytes = hashed->bytes;
                 result.alreadyPresent = true;
                 return result;
             }

@@ -1,0 +1,264 @@
+// tandem-bench-diloco's command line: options, arms and their defaults.
+#include "diloco_study.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+namespace tandem::bench {
+namespace {
+
+const char* kUsage =
+    "usage: tandem-bench-diloco [options]\n"
+    "\n"
+    "Trains the same model on the same token stream with synchronous data-parallel AdamW and\n"
+    "with DiLoCo arms (K workers, H inner steps per round, outer Nesterov), at equal tokens, and\n"
+    "reports final validation loss (mean and spread over seeds), loss curves and bytes sent.\n"
+    "\n"
+    "  --config NAME      tiny or small (or L=..,NH=..,C=..,T=..); repeatable (default both)\n"
+    "  --arms LIST        comma-separated arms (default: the study's arms, see below)\n"
+    "  --steps N          inner steps per worker = synchronous steps (default: tiny 400,\n"
+    "                     small 200); a multiple of every H\n"
+    "  --seeds N          seeds 1..N (default 3)\n"
+    "  --workers K        simulated workers (default 4)\n"
+    "  --batch B          sequences per worker step (default 4); sync uses K x B\n"
+    "  --seq T            tokens per sequence (default: the config's maxSeqLen)\n"
+    "  --lr X             peak inner learning rate (default: tiny 3e-3, small 1.5e-3)\n"
+    "  --outer-lr X       outer learning rate (default 0.35, the coordinator's)\n"
+    "  --outer-momentum X outer Nesterov momentum (default 0.9)\n"
+    "  --int8-block S     elements per int8 scale (default 256)\n"
+    "  --eval-every N     validation every N steps, at round ends for DiLoCo (default 50)\n"
+    "  --eval-batches N   validation batches (B sequences each) per curve point (default 8)\n"
+    "  --final-batches N  validation batches for the final loss (default 32)\n"
+    "  --threads N        threads per backend (default 1)\n"
+    "  --jobs N           runs in parallel (default: hardware threads / threads)\n"
+    "  --corpus PATH      text file or directory (default /usr/share/games/fortunes)\n"
+    "  --json FILE        results with curves as JSON\n"
+    "  --csv FILE         curves as CSV (config,arm,seed,step,tokens_per_worker,...)\n"
+    "  --max-rise F       exit 1 when a run's validation loss rises more than F (0.05 = 5%)\n"
+    "                     above its running minimum: the check of long runs that must not diverge\n"
+    "  --smoke            a few seconds: small model, 40 steps, 3 arms, 1 seed (for ctest)\n"
+    "  --help             this text\n"
+    "\n"
+    "An arm is 'sync' or 'h<H>' followed by '-' options: fp32 (default), fp16, int8 (the\n"
+    "pseudo-gradient encoding), drop<P> (P% of uploads lost), stale<S> (one result per round\n"
+    "arrives S versions late), pipe (every upload arrives one version late, as when each\n"
+    "worker starts its next unit from the weights it has while its upload is in flight), raw\n"
+    "(late deltas added as they are; by default they are re-based onto the weights they land\n"
+    "on, as the coordinator does; reb<X> re-bases by the fraction X), wus (the inner lr warms up "
+    "and decays within each round,\n"
+    "as work units did before the run-wide schedule), cst (the inner lr warms up once and then\n"
+    "stays at its peak: the coordinator's schedule for a run of open length), olr<X> and\n"
+    "mom<X> (outer lr and momentum for this arm).\n"
+    "Default arms: sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1,\n"
+    "h50-fp16-pipe,h50-fp16-pipe-raw\n";
+
+const char* kDefaultArms =
+    "sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1,h50-fp16-pipe,"
+    "h50-fp16-pipe-raw";
+
+}  // namespace
+
+const char* encodingName(Encoding e) {
+    return e == Encoding::Fp32 ? "fp32" : e == Encoding::Fp16 ? "fp16" : "int8";
+}
+
+Expected<Arm> parseArm(const std::string& text) {
+    Arm arm;
+    arm.name = text;
+    if (text == "sync") {
+        arm.sync = true;
+        return arm;
+    }
+    std::vector<std::string> parts;
+    std::stringstream stream(text);
+    for (std::string part; std::getline(stream, part, '-');)
+        parts.push_back(part);
+    auto bad = [&](const std::string& why) {
+        return makeError("arm '" + text + "': " + why +
+                         "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
+                         "[-pipe][-raw|-reb<X>][-wus][-cst][-olr<X>][-mom<X>]");
+    };
+    auto number = [](const std::string& s, double* out) {
+        char* end = nullptr;
+        *out = std::strtod(s.c_str(), &end);
+        return !s.empty() && end != nullptr && *end == '\0' && std::isfinite(*out);
+    };
+    double value = 0;
+    if (parts.empty() || parts[0].size() < 2 || parts[0][0] != 'h' ||
+        !number(parts[0].substr(1), &value) || value < 1 || value != std::floor(value))
+        return bad("it does not start with h<H>");
+    arm.H = static_cast<int>(value);
+    for (size_t i = 1; i < parts.size(); ++i) {
+        const std::string& p = parts[i];
+        if (p == "fp32") {
+            arm.encoding = Encoding::Fp32;
+        } else if (p == "fp16") {
+            arm.encoding = Encoding::Fp16;
+        } else if (p == "int8") {
+            arm.encoding = Encoding::Int8;
+        } else if (p.rfind("drop", 0) == 0 && number(p.substr(4), &value) && value >= 0 &&
+                   value < 100) {
+            arm.dropRate = value / 100.0;
+        } else if (p.rfind("stale", 0) == 0 && number(p.substr(5), &value) && value >= 0 &&
+                   value <= 8 && value == std::floor(value)) {
+            arm.staleness = static_cast<int>(value);
+        } else if (p == "pipe") {
+            arm.pipelined = true;
+        } else if (p == "raw") {
+            arm.rebaseFraction = 0.0f;
+        } else if (p.rfind("reb", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
+                   value <= 1) {
+            arm.rebaseFraction = static_cast<float>(value);
+        } else if (p == "wus") {
+            arm.roundSchedule = true;
+        } else if (p == "cst") {
+            arm.constantLr = true;
+        } else if (p.rfind("olr", 0) == 0 && number(p.substr(3), &value) && value > 0) {
+            arm.outerLr = static_cast<float>(value);
+        } else if (p.rfind("mom", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
+                   value < 1) {
+            arm.outerMomentum = static_cast<float>(value);
+        } else {
+            return bad("unknown part '" + p + "'");
+        }
+    }
+    return arm;
+}
+
+namespace {
+
+bool parseNumber(const char* text, const char* flag, double lo, double hi, double* value) {
+    char* end = nullptr;
+    const double parsed = std::strtod(text, &end);
+    if (end == nullptr || *end != '\0' || !(parsed >= lo && parsed <= hi)) {
+        std::fprintf(stderr, "tandem-bench-diloco: %s expects a number in [%g, %g], got '%s'\n",
+                     flag, lo, hi, text);
+        return false;
+    }
+    *value = parsed;
+    return true;
+}
+
+// Returns 0 to go on, -1 to exit 0, otherwise the exit code.
+}  // namespace
+
+int parseOptions(int argc, char** argv, Options* o) {
+    std::string arms;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") {
+            std::fputs(kUsage, stdout);
+            return -1;
+        }
+        if (flag == "--smoke") {
+            o->smoke = true;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "tandem-bench-diloco: %s needs a value (see --help)\n",
+                         flag.c_str());
+            return 2;
+        }
+        const char* value = argv[++i];
+        double x = 0;
+        auto integer = [&](double lo, double hi, int* out) {
+            if (!parseNumber(value, flag.c_str(), lo, hi, &x) || x != std::floor(x))
+                return false;
+            *out = static_cast<int>(x);
+            return true;
+        };
+        bool ok = true;
+        if (flag == "--config") {
+            o->configs.push_back(value);
+        } else if (flag == "--arms") {
+            arms = value;
+        } else if (flag == "--steps") {
+            ok = integer(1, 1e7, &o->steps);
+        } else if (flag == "--seeds") {
+            ok = integer(1, 1000, &o->seeds);
+        } else if (flag == "--workers") {
+            ok = integer(1, 64, &o->workers);
+        } else if (flag == "--batch") {
+            ok = integer(1, 4096, &o->batch);
+        } else if (flag == "--seq") {
+            ok = integer(1, 1 << 16, &o->seq);
+        } else if (flag == "--lr") {
+            ok = parseNumber(value, flag.c_str(), 1e-8, 10, &x);
+            o->lr = static_cast<float>(x);
+        } else if (flag == "--outer-lr") {
+            ok = parseNumber(value, flag.c_str(), 1e-6, 10, &x);
+            o->outer.lr = static_cast<float>(x);
+        } else if (flag == "--outer-momentum") {
+            ok = parseNumber(value, flag.c_str(), 0, 0.999, &x);
+            o->outer.momentum = static_cast<float>(x);
+        } else if (flag == "--int8-block") {
+            ok = integer(1, 1 << 20, &o->int8Block);
+        } else if (flag == "--eval-every") {
+            ok = integer(1, 1e7, &o->evalEvery);
+        } else if (flag == "--eval-batches") {
+            ok = integer(1, 10000, &o->evalBatches);
+        } else if (flag == "--final-batches") {
+            ok = integer(1, 10000, &o->finalBatches);
+        } else if (flag == "--threads") {
+            ok = integer(1, 256, &o->threads);
+        } else if (flag == "--jobs") {
+            ok = integer(1, 256, &o->jobs);
+        } else if (flag == "--max-rise") {
+            ok = parseNumber(value, flag.c_str(), 0, 1e6, &o->maxRise);
+        } else if (flag == "--corpus") {
+            o->corpus = value;
+        } else if (flag == "--json") {
+            o->jsonPath = value;
+        } else if (flag == "--csv") {
+            o->csvPath = value;
+        } else {
+            std::fprintf(stderr, "tandem-bench-diloco: unknown option '%s' (see --help)\n",
+                         flag.c_str());
+            return 2;
+        }
+        if (!ok)
+            return 2;
+    }
+    if (o->smoke) {
+        // Seconds, not minutes: a narrow model, few steps, every code path once.
+        if (o->configs.empty())
+            o->configs.push_back("L=1,NH=2,C=64,T=32");
+        if (arms.empty())
+            arms = "sync,h10-fp16,h10-int8-drop30-stale1";
+        if (o->steps == 0)
+            o->steps = 40;
+        o->seeds = std::min(o->seeds, 1);
+        o->evalEvery = 10;
+        o->evalBatches = 2;
+        o->finalBatches = 4;
+    }
+    if (o->configs.empty())
+        o->configs = {"tiny", "small"};
+    if (arms.empty())
+        arms = kDefaultArms;
+    std::stringstream stream(arms);
+    for (std::string name; std::getline(stream, name, ',');) {
+        auto arm = parseArm(name);
+        if (!arm) {
+            std::fprintf(stderr, "tandem-bench-diloco: %s\n", arm.error().message.c_str());
+            return 2;
+        }
+        o->arms.push_back(*arm);
+    }
+    if (o->jobs == 0)
+        o->jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o->threads);
+    return 0;
+}
+
+int defaultSteps(const std::string& configName) {
+    return configName == "small" ? 200 : 400;
+}
+float defaultLr(const std::string& configName) {
+    return configName == "small" ? 1.5e-3f : 3e-3f;
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,157 @@
+// tandem-bench-diloco's report: the summary over seeds, JSON and CSV.
+#include "diloco_study.hpp"
+
+#include "cpu_model.hpp"
+#include "json_escape.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace tandem::bench {
+
+std::vector<Summary> summarize(const std::vector<std::string>& configs,
+                               const std::vector<Arm>& arms,
+                               const std::vector<RunResult>& results) {
+    std::vector<Summary> out;
+    for (const std::string& c : configs) {
+        double syncMean = 0;
+        for (const Arm& a : arms) {
+            Summary s;
+            s.configName = c;
+            s.arm = a.name;
+            std::vector<double> losses;
+            for (const RunResult& r : results) {
+                if (r.configName != c || r.arm != a.name)
+                    continue;
+                losses.push_back(r.finalLoss);
+                s.bytesPerToken = r.bytesPerWorker / static_cast<double>(r.tokensPerWorker);
+                s.wallSeconds += r.wallSeconds;
+            }
+            if (losses.empty())
+                continue;
+            s.seeds = static_cast<int>(losses.size());
+            for (double l : losses)
+                s.mean += l / static_cast<double>(losses.size());
+            for (double l : losses)
+                s.stddev += (l - s.mean) * (l - s.mean);
+            s.stddev = losses.size() > 1 ? std::sqrt(s.stddev / (losses.size() - 1)) : 0.0;
+            s.min = *std::min_element(losses.begin(), losses.end());
+            s.max = *std::max_element(losses.begin(), losses.end());
+            if (a.sync)
+                syncMean = s.mean;
+            out.push_back(s);
+        }
+        for (Summary& s : out)
+            if (s.configName == c && syncMean > 0)
+                s.vsSync = s.mean / syncMean - 1.0;
+    }
+    return out;
+}
+
+namespace {
+
+bool writeJsonTo(const std::string& path, const Options& o, const std::string& cpu,
+                 const std::vector<RunResult>& results, const std::vector<Summary>& summary,
+                 size_t runsPlanned) {
+    std::ofstream file(path);
+    if (!file)
+        return false;
+    char buf[2048];
+    std::snprintf(buf, sizeof buf, "{\n  \"runsDone\": %zu,\n  \"runsPlanned\": %zu,\n",
+                  results.size(), runsPlanned);
+    file << buf;
+    std::snprintf(buf, sizeof buf,
+                  "  \"benchmark\": \"diloco\",\n  \"cpu\": \"%s\",\n"
+                  "  \"hardwareThreads\": %u,\n  \"workers\": %d,\n  \"batchPerWorker\": %d,\n"
+                  "  \"outerLr\": %g,\n  \"outerMomentum\": %g,\n  \"int8Block\": %d,\n"
+                  "  \"staleWeightFactor\": 0.5,\n  \"evalBatches\": %d,\n"
+                  "  \"finalBatches\": %d,\n  \"smoke\": %s,\n",
+                  bench::jsonEscape(cpu).c_str(), std::thread::hardware_concurrency(), o.workers,
+                  o.batch, o.outer.lr, o.outer.momentum, o.int8Block, o.evalBatches, o.finalBatches,
+                  o.smoke ? "true" : "false");
+    file << buf << "  \"summary\": [\n";
+    for (size_t i = 0; i < summary.size(); ++i) {
+        const Summary& s = summary[i];
+        std::snprintf(buf, sizeof buf,
+                      "    {\"config\": \"%s\", \"arm\": \"%s\", \"seeds\": %d, "
+                      "\"finalLossMean\": %.6f, \"finalLossStd\": %.6f, \"finalLossMin\": %.6f, "
+                      "\"finalLossMax\": %.6f, \"vsSync\": %.6f, "
+                      "\"bytesPerWorkerPerToken\": %.6f, \"wallSeconds\": %.2f}%s\n",
+                      bench::jsonEscape(s.configName).c_str(), bench::jsonEscape(s.arm).c_str(),
+                      s.seeds, s.mean, s.stddev, s.min, s.max, s.vsSync, s.bytesPerToken,
+                      s.wallSeconds, i + 1 < summary.size() ? "," : "");
+        file << buf;
+    }
+    file << "  ],\n  \"runs\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+        const RunResult& r = results[i];
+        std::snprintf(
+            buf, sizeof buf,
+            "    {\"config\": \"%s\", \"model\": \"%s\", \"arm\": \"%s\", \"seed\": %d, "
+            "\"sync\": %s, \"H\": %d, \"encoding\": \"%s\", \"dropRate\": %g, \"staleness\": %d, "
+            "\"parameters\": %lld, \"seqLen\": %d, \"tokensPerWorker\": %lld, "
+            "\"bytesPerWorker\": %.0f, \"bytesPerWorkerPerToken\": %.6f, \"rounds\": %d, "
+            "\"emptyRounds\": %d, \"droppedUploads\": %d, \"staleResults\": %d, "
+            "\"agreementMean\": %.4f, \"agreementLast\": %.4f, \"maxRise\": %.6g, "
+            "\"finalLoss\": %.6f, \"lastTrainLoss\": %.6f, \"wallSeconds\": %.2f,\n"
+            "     \"curve\": [",
+            bench::jsonEscape(r.configName).c_str(), r.config.describe().c_str(),
+            bench::jsonEscape(r.arm).c_str(), r.seed, r.sync ? "true" : "false", r.H,
+            r.sync ? "fp32" : encodingName(r.encoding), r.dropRate, r.staleness,
+            static_cast<long long>(r.parameters), r.T, static_cast<long long>(r.tokensPerWorker),
+            r.bytesPerWorker, r.bytesPerWorker / static_cast<double>(r.tokensPerWorker), r.rounds,
+            r.emptyRounds, r.droppedUploads, r.staleResults, r.agreementMean, r.agreementLast,
+            r.maxRise, r.finalLoss, r.lastTrainLoss, r.wallSeconds);
+        file << buf;
+        for (size_t j = 0; j < r.curve.size(); ++j) {
+            const CurvePoint& p = r.curve[j];
+            std::snprintf(buf, sizeof buf,
+                          "%s{\"step\": %lld, \"tokensPerWorker\": %lld, \"bytesPerWorker\": "
+                          "%.0f, \"valLoss\": %.6f}",
+                          j ? ", " : "", static_cast<long long>(p.step),
+                          static_cast<long long>(p.tokensPerWorker), p.bytesPerWorker, p.valLoss);
+            file << buf;
+        }
+        file << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    file << "  ]\n}\n";
+    file.close();
+    return static_cast<bool>(file);
+}
+
+}  // namespace
+
+// Written after every finished run: an interrupted study keeps what it measured.
+bool writeJson(const std::string& path, const Options& o, const std::string& cpu,
+               const std::vector<RunResult>& results, const std::vector<Summary>& summary,
+               size_t runsPlanned) {
+    const std::string temporary = path + ".tmp";
+    if (!writeJsonTo(temporary, o, cpu, results, summary, runsPlanned))
+        return false;
+    std::error_code ec;
+    std::filesystem::rename(temporary, path, ec);
+    return !ec;
+}
+
+bool writeCsv(const std::string& path, const std::vector<RunResult>& results) {
+    std::ofstream file(path);
+    if (!file)
+        return false;
+    file << "config,arm,seed,step,tokens_per_worker,bytes_per_worker,val_loss\n";
+    char buf[512];
+    for (const RunResult& r : results) {
+        for (const CurvePoint& p : r.curve) {
+            std::snprintf(buf, sizeof buf, "%s,%s,%d,%lld,%lld,%.0f,%.6f\n", r.configName.c_str(),
+                          r.arm.c_str(), r.seed, static_cast<long long>(p.step),
+                          static_cast<long long>(p.tokensPerWorker), p.bytesPerWorker, p.valLoss);
+            file << buf;
+        }
+    }
+    return static_cast<bool>(file);
+}
+
+}  // namespace tandem::bench

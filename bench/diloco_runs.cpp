@@ -1,0 +1,398 @@
+// tandem-bench-diloco's runs: DiLoCo against synchronous data-parallel training at equal tokens, in
+// one process. K workers are simulated with K CPU backends; the pseudo-gradients go through the
+// real codecs (fp32, fp16, int8), the coordinator's accumulate and its outer Nesterov step. Faults:
+// uploads dropped at random, one result per round arriving one version late. Everything is
+// deterministic in the seed. Prints a table of final validation losses and writes the loss curves
+// (JSON and CSV) for docs/benchmarks.md and bench/plot_diloco.py.
+//
+// Dimensions: K workers, B batch per worker, T sequence, H inner steps per round, P parameters.
+#include "aggregate.hpp"  // addScaled (the coordinator's fp32 commit), rebaseOnto
+#include "codec.hpp"
+#include "codec_int8.hpp"
+#include "corpus.hpp"
+#include "diloco_study.hpp"
+#include "model.hpp"
+#include "outer.hpp"
+#include "random.hpp"
+#include "thread_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+namespace tandem::bench {
+
+EvalSet makeEvalSet(std::span<const uint8_t> heldOut, int B, int T, int batches) {
+    EvalSet set;
+    set.B = B;
+    set.T = T;
+    BatchSampler sampler(heldOut, 777);
+    for (int i = 0; i < batches; ++i) {
+        std::vector<int32_t> in(static_cast<size_t>(B) * T), tg(static_cast<size_t>(B) * T);
+        sampler.next(B, T, in, tg);
+        set.inputs.push_back(std::move(in));
+        set.targets.push_back(std::move(tg));
+    }
+    return set;
+}
+
+namespace {
+
+Expected<double> evaluate(Backend& backend, const EvalSet& set, int batches) {
+    double sum = 0;
+    batches = std::min<int>(batches, static_cast<int>(set.inputs.size()));
+    for (int i = 0; i < batches; ++i) {
+        auto loss = backend.forward(set.inputs[i], set.targets[i], set.B, set.T);
+        if (!loss)
+            return loss.error();
+        sum += *loss;
+    }
+    return sum / batches;
+}
+
+uint64_t workerDataSeed(int seed, int worker) {
+    return 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(seed) + 1000u + worker;
+}
+
+// One encoded upload: what one worker sent for one round.
+struct Upload {
+    std::vector<float> fp32;     // (P)
+    std::vector<uint16_t> fp16;  // (P)
+    std::vector<int8_t> int8;    // (P)
+    std::vector<float> scales;   // (NB)
+    double weight = 0;           // tokens trained
+};
+
+// Encodes theta (P) - end (P) into up; returns the bytes it occupies on the wire.
+Expected<int64_t> encodeUpload(Encoding encoding, int int8Block, std::span<const float> theta,
+                               std::span<const float> end, Upload* up, ThreadPool* pool) {
+    const int64_t P = static_cast<int64_t>(theta.size());
+    switch (encoding) {
+        case Encoding::Fp32:
+            up->fp32.resize(static_cast<size_t>(P));
+            for (int64_t i = 0; i < P; ++i) {
+                up->fp32[i] = theta[i] - end[i];
+                if (!std::isfinite(up->fp32[i]))
+                    return makeError("pseudo-gradient is not finite at parameter " +
+                                     std::to_string(i));
+            }
+            return P * 4;
+        case Encoding::Fp16: {
+            up->fp16.resize(static_cast<size_t>(P));
+            auto st = encodeDeltaFp16(theta, end, up->fp16, pool);
+            if (!st)
+                return st.error();
+            return P * 2;
+        }
+        case Encoding::Int8: {
+            up->int8.resize(static_cast<size_t>(P));
+            up->scales.resize(static_cast<size_t>(int8BlockCount(P, int8Block)));
+            auto st = encodeDeltaInt8(theta, end, int8Block, up->int8, up->scales, pool);
+            if (!st)
+                return st.error();
+            return int8EncodedBytes(P, int8Block);
+        }
+    }
+    return makeError("unknown encoding");
+}
+
+// sum (P) += weight * decode(up): the coordinator's commit of an accepted upload.
+Status accumulateUpload(Encoding encoding, int int8Block, std::span<float> sum, const Upload& up,
+                        float weight, ThreadPool* pool) {
+    switch (encoding) {
+        case Encoding::Fp32:
+            coord::addScaled(sum, up.fp32, weight, pool);
+            return {};
+        case Encoding::Fp16:
+            accumulateFp16(sum, up.fp16, weight, pool);
+            return {};
+        case Encoding::Int8:
+            return accumulateInt8(sum, up.int8, up.scales, int8Block, weight, pool);
+    }
+    return makeError("unknown encoding");
+}
+
+Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B) {
+    auto made = makeCpuBackend("cpu", ctx.options->threads);
+    if (!made)
+        return made.error();
+    if (auto st = (*made)->allocate(ctx.config, B, ctx.T); !st)
+        return st.error();
+    return std::move(*made);
+}
+
+// Synchronous data-parallel AdamW: one step over the K workers' micro-batches at once. The mean
+// loss over K x B sequences is the mean of the K micro-batch means, so its gradient is exactly
+// the average of the K workers' gradients (what an all-reduce would produce).
+Expected<RunResult> runSync(const RunContext& ctx, RunResult result) {
+    const Options& o = *ctx.options;
+    const int K = o.workers, B = o.batch, T = ctx.T;
+    auto made = makeWorker(ctx, K * B);
+    if (!made)
+        return made.error();
+    Backend& backend = **made;
+    const ParameterLayout layout(ctx.config);
+    std::vector<float> theta(static_cast<size_t>(layout.parameterCount()));
+    initParameters(layout, theta, static_cast<uint64_t>(result.seed));
+    if (auto st = backend.loadParameters(theta); !st)
+        return st.error();
+    std::vector<BatchSampler> samplers;
+    for (int k = 0; k < K; ++k)
+        samplers.emplace_back(ctx.train, workerDataSeed(result.seed, k));
+    const size_t micro = static_cast<size_t>(B) * T;
+    std::vector<int32_t> inputs(K * micro), targets(K * micro);
+    const LrSchedule schedule{ctx.lr, ctx.lr / 10, std::max(1, ctx.steps / 10), ctx.steps};
+    const AdamWConfig adamw;
+    const double bytesPerStep = 4.0 * static_cast<double>(result.parameters);  // fp32 gradient
+
+    auto point = [&](int64_t step, int batches) -> Status {
+        auto loss = evaluate(backend, *ctx.eval, batches);
+        if (!loss)
+            return loss.error();
+        result.curve.push_back(
+            {step, step * B * T, bytesPerStep * static_cast<double>(step), *loss});
+        return {};
+    };
+    if (auto st = point(0, o.evalBatches); !st)
+        return st.error();
+    for (int step = 0; step < ctx.steps; ++step) {
+        for (int k = 0; k < K; ++k)
+            samplers[k].next(B, T, std::span(inputs).subspan(k * micro, micro),
+                             std::span(targets).subspan(k * micro, micro));
+        auto loss = backend.forward(inputs, targets, K * B, T);
+        if (!loss)
+            return loss.error();
+        result.lastTrainLoss = *loss;
+        if (auto st = backend.backward(); !st)
+            return st.error();
+        if (auto st = backend.adamwStep(adamw, schedule.at(step)); !st)
+            return st.error();
+        if ((step + 1) % o.evalEvery == 0 && step + 1 < ctx.steps)
+            if (auto st = point(step + 1, o.evalBatches); !st)
+                return st.error();
+    }
+    if (auto st = point(ctx.steps, o.finalBatches); !st)
+        return st.error();
+    result.rounds = ctx.steps;
+    result.bytesPerWorker = bytesPerStep * ctx.steps;
+    return result;
+}
+
+// DiLoCo: K workers train H steps from the global weights, keep their AdamW moments, upload
+// theta_start - theta_end; the coordinator commits each accepted upload with weight = tokens
+// (x 0.5^s when s versions late, the coordinator's staleWeightFactor), divides by the weight sum
+// and takes the outer Nesterov step.
+Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult result) {
+    const Options& o = *ctx.options;
+    const int K = o.workers, B = o.batch, T = ctx.T, H = arm.H;
+    if (ctx.steps % H != 0)
+        return makeError("steps " + std::to_string(ctx.steps) +
+                         " is not a multiple of H = " + std::to_string(H));
+    const ParameterLayout layout(ctx.config);
+    const int64_t P = layout.parameterCount();
+    std::vector<float> theta(static_cast<size_t>(P)), velocity(static_cast<size_t>(P), 0.0f);
+    std::vector<float> sum(static_cast<size_t>(P)), end(static_cast<size_t>(P));
+    initParameters(layout, theta, static_cast<uint64_t>(result.seed));
+    OuterConfig outer = o.outer;
+    if (arm.outerLr)
+        outer.lr = *arm.outerLr;
+    if (arm.outerMomentum)
+        outer.momentum = *arm.outerMomentum;
+    ThreadPool pool(o.threads);
+
+    std::vector<std::unique_ptr<Backend>> workers;
+    std::vector<BatchSampler> samplers;
+    for (int k = 0; k < K; ++k) {
+        auto made = makeWorker(ctx, B);
+        if (!made)
+            return made.error();
+        if (auto st = (*made)->loadParameters(theta); !st)
+            return st.error();
+        workers.push_back(std::move(*made));
+        samplers.emplace_back(ctx.train, workerDataSeed(result.seed, k));
+    }
+    std::vector<Upload> uploads(static_cast<size_t>(K));
+    // Late results in flight: (arrives at round, upload, staleness).
+    struct Late {
+        int arrivesAtRound;
+        int staleness;
+        Upload upload;
+        std::shared_ptr<const std::vector<float>> base;  // (P) the weights it was trained from
+    };
+    std::vector<Late> inFlight;
+    Rng faults(0xfa17ull * static_cast<uint64_t>(result.seed) + static_cast<uint64_t>(H));
+    const LrSchedule schedule{ctx.lr, ctx.lr / 10, std::max(1, ctx.steps / 10), ctx.steps};
+    // What the coordinator puts in a work unit's manifest.
+    const LrSchedule roundSchedule{ctx.lr, ctx.lr / 10, std::min(H / 10, 100), H};
+    const LrSchedule constantSchedule{ctx.lr, ctx.lr, std::max(1, ctx.steps / 10), ctx.steps};
+    const AdamWConfig adamw;
+    const size_t n = static_cast<size_t>(B) * T;
+    std::vector<int32_t> inputs(n), targets(n);
+    double bytesAll = 0;  // summed over workers
+    int64_t nextEval = o.evalEvery;
+
+    auto point = [&](int64_t step, int batches) -> Status {
+        auto loss = evaluate(*workers[0], *ctx.eval, batches);
+        if (!loss)
+            return loss.error();
+        result.curve.push_back({step, step * B * T, bytesAll / K, *loss});
+        return {};
+    };
+    if (auto st = point(0, o.evalBatches); !st)
+        return st.error();
+    const int rounds = ctx.steps / H;
+    for (int r = 0; r < rounds; ++r) {
+        double workerNorms = 0;
+        for (int k = 0; k < K; ++k) {
+            Backend& w = *workers[k];
+            for (int h = 0; h < H; ++h) {
+                samplers[k].next(B, T, inputs, targets);
+                auto loss = w.forward(inputs, targets, B, T);
+                if (!loss)
+                    return loss.error();
+                if (k == 0)
+                    result.lastTrainLoss = *loss;
+                if (auto st = w.backward(); !st)
+                    return st.error();
+                const int64_t step = int64_t{r} * H + h;
+                const float lr = arm.roundSchedule ? roundSchedule.at(h)
+                                 : arm.constantLr  ? constantSchedule.at(step)
+                                                   : schedule.at(step);
+                if (auto st = w.adamwStep(adamw, lr); !st)
+                    return st.error();
+            }
+            if (auto st = w.storeParameters(end); !st)
+                return st.error();
+            auto bytes = encodeUpload(arm.encoding, o.int8Block, theta, end, &uploads[k], &pool);
+            if (!bytes)
+                return makeError("round " + std::to_string(r) + ", worker " + std::to_string(k) +
+                                 ": " + bytes.error().message);
+            bytesAll += static_cast<double>(*bytes);
+            double squares = 0;
+            for (int64_t i = 0; i < P; ++i) {
+                const double d = static_cast<double>(theta[i]) - end[i];
+                squares += d * d;
+            }
+            workerNorms += std::sqrt(squares) / K;
+            uploads[k].weight = static_cast<double>(H) * B * T;
+        }
+        // Fates of this round's uploads: lost, late, or on time.
+        std::vector<int> onTime;
+        for (int k = 0; k < K; ++k) {
+            if (arm.dropRate > 0 && faults.uniform() < arm.dropRate) {
+                ++result.droppedUploads;
+                continue;
+            }
+            onTime.push_back(k);
+        }
+        // The weights of this round, shared by its late uploads (to re-base them on arrival).
+        const auto base = std::make_shared<const std::vector<float>>(theta);
+        if (arm.pipelined) {
+            for (int k : onTime)
+                inFlight.push_back({r + 1, 1, uploads[k], base});
+            result.staleResults += static_cast<int>(onTime.size());
+            onTime.clear();
+        } else if (arm.staleness > 0 && !onTime.empty()) {
+            const size_t pick = faults.below(onTime.size());
+            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[onTime[pick]], base});
+            onTime.erase(onTime.begin() + static_cast<std::ptrdiff_t>(pick));
+            ++result.staleResults;
+        }
+        // The coordinator's round: commit in arrival order, then the outer step.
+        std::fill(sum.begin(), sum.end(), 0.0f);
+        double weightSum = 0;
+        for (auto it = inFlight.begin(); it != inFlight.end();) {
+            if (it->arrivesAtRound != r) {
+                ++it;
+                continue;
+            }
+            const double w = it->upload.weight * std::pow(0.5, it->staleness);
+            if (auto st = accumulateUpload(arm.encoding, o.int8Block, sum, it->upload,
+                                           static_cast<float>(w), &pool);
+                !st)
+                return st.error();
+            if (arm.rebaseFraction > 0)
+                coord::rebaseOnto(sum, *it->base, theta, static_cast<float>(w) * arm.rebaseFraction,
+                                  &pool);
+            weightSum += w;
+            it = inFlight.erase(it);
+        }
+        for (int k : onTime) {
+            const double w = uploads[k].weight;
+            if (auto st = accumulateUpload(arm.encoding, o.int8Block, sum, uploads[k],
+                                           static_cast<float>(w), &pool);
+                !st)
+                return st.error();
+            weightSum += w;
+        }
+        if (weightSum > 0 && workerNorms > 0) {
+            double squares = 0;
+            for (float x : sum)
+                squares += static_cast<double>(x) * x;
+            result.agreementLast = std::sqrt(squares) / weightSum / workerNorms;
+            result.agreementMean += result.agreementLast / rounds;
+        }
+        if (weightSum > 0) {
+            outerNesterovStep(theta, velocity, sum, static_cast<float>(1.0 / weightSum), outer,
+                              &pool);
+        } else {
+            ++result.emptyRounds;  // nothing arrived: the version does not move
+        }
+        for (auto& w : workers)
+            if (auto st = w->loadParameters(theta); !st)
+                return st.error();
+        const int64_t step = int64_t{r + 1} * H;
+        if (step >= nextEval && r + 1 < rounds) {
+            if (auto st = point(step, o.evalBatches); !st)
+                return st.error();
+            while (nextEval <= step)
+                nextEval += o.evalEvery;
+        }
+    }
+    if (auto st = point(ctx.steps, o.finalBatches); !st)
+        return st.error();
+    result.rounds = rounds;
+    result.bytesPerWorker = bytesAll / K;
+    return result;
+}
+
+}  // namespace
+
+Expected<RunResult> runOne(const RunContext& ctx, const Arm& arm, int seed) {
+    RunResult result;
+    result.configName = ctx.configName;
+    result.config = ctx.config;
+    result.arm = arm.name;
+    result.seed = seed;
+    result.sync = arm.sync;
+    result.H = arm.sync ? 1 : arm.H;
+    result.encoding = arm.encoding;
+    result.dropRate = arm.dropRate;
+    result.staleness = arm.staleness;
+    result.T = ctx.T;
+    result.parameters = ctx.config.parameterCount();
+    result.tokensPerWorker = int64_t{ctx.steps} * ctx.options->batch * ctx.T;
+    const auto start = std::chrono::steady_clock::now();
+    auto done = arm.sync ? runSync(ctx, std::move(result)) : runDiloco(ctx, arm, std::move(result));
+    if (done)
+        done->maxRise = maxRise(done->curve);
+    if (done)
+        done->wallSeconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return done;
+}
+
+double maxRise(const std::vector<CurvePoint>& curve) {
+    double best = 0, rise = 0;
+    for (size_t i = 0; i < curve.size(); ++i) {
+        const double loss = curve[i].valLoss;
+        if (!std::isfinite(loss))
+            return 1e9;  // a NaN or infinite loss: diverged
+        best = i == 0 ? loss : std::min(best, loss);
+        rise = std::max(rise, loss / best - 1.0);
+    }
+    return rise;
+}
+
+}  // namespace tandem::bench

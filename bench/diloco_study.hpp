@@ -1,0 +1,125 @@
+// tandem-bench-diloco's parts: the arms and options (diloco_options.cpp), the simulated runs
+// (diloco_runs.cpp) and the report (diloco_report.cpp); tandem_bench_diloco.cpp holds main().
+//
+// Dimensions: K workers, B batch per worker, T sequence, H inner steps per round, P parameters.
+#pragma once
+
+#include "backend.hpp"
+#include "expected.hpp"
+#include "model_config.hpp"
+#include "optimizer.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tandem::bench {
+
+enum class Encoding { Fp32, Fp16, Int8 };
+const char* encodingName(Encoding e);
+
+struct Arm {
+    std::string name;
+    bool sync = false;
+    int H = 0;
+    Encoding encoding = Encoding::Fp32;
+    double dropRate = 0;
+    int staleness = 0;
+    bool pipelined = false;  // every upload lands one round late (workers overlap uploads)
+    // How much of (base - current) a late delta is re-based by: 1 counts it from the weights it
+    // lands on, 0 adds it as it is (raw).
+    float rebaseFraction = 1.0f;
+    bool roundSchedule = false;  // inner lr warms up and decays within each round
+    bool constantLr = false;     // inner lr warms up once, then stays at its peak
+    std::optional<float> outerLr, outerMomentum;
+};
+
+struct Options {
+    std::vector<std::string> configs;
+    std::vector<Arm> arms;
+    int steps = 0;  // 0: per-config default
+    int seeds = 3, workers = 4, batch = 4, seq = 0;
+    float lr = 0;  // 0: per-config default
+    OuterConfig outer;
+    int int8Block = kInt8DefaultBlock;
+    int evalEvery = 50, evalBatches = 8, finalBatches = 32;
+    int threads = 1, jobs = 0;
+    std::string corpus = "/usr/share/games/fortunes";
+    std::string jsonPath, csvPath;
+    bool smoke = false;
+    double maxRise = -1;  // >= 0: fail when a run's loss rises this far above its running minimum
+};
+
+struct CurvePoint {
+    int64_t step = 0;             // inner steps per worker
+    int64_t tokensPerWorker = 0;  // step x B x T
+    double bytesPerWorker = 0;    // uploaded so far by one worker (mean over workers)
+    double valLoss = 0;
+};
+
+struct RunResult {
+    std::string configName, arm;
+    ModelConfig config;
+    int seed = 0, H = 0, staleness = 0, T = 0;
+    Encoding encoding = Encoding::Fp32;
+    double dropRate = 0;
+    bool sync = false;
+    int64_t parameters = 0, tokensPerWorker = 0;
+    double bytesPerWorker = 0, finalLoss = 0, lastTrainLoss = 0, wallSeconds = 0;
+    int rounds = 0, emptyRounds = 0, droppedUploads = 0, staleResults = 0;
+    // ||mean of the round's deltas|| / mean of ||delta_k||: 1 when the workers agree, about
+    // 1/sqrt(K) when their updates are mostly noise. Mean over rounds, and the last round's.
+    double agreementMean = 0, agreementLast = 0;
+    // The largest rise of the validation loss above its running minimum, as a fraction (0.05:
+    // a point 5% above the best before it): 0 for a curve that never went up.
+    double maxRise = 0;
+    std::vector<CurvePoint> curve;
+};
+
+// Fixed held-out windows, the same for every arm and seed: paired comparisons.
+struct EvalSet {
+    int B = 0, T = 0;
+    std::vector<std::vector<int32_t>> inputs, targets;  // batches of (B,T)
+};
+
+struct RunContext {
+    const Options* options = nullptr;
+    std::string configName;
+    ModelConfig config;
+    int T = 0, steps = 0;
+    float lr = 0;
+    std::span<const uint8_t> train;
+    const EvalSet* eval = nullptr;
+};
+
+// Parses an arm name such as h50-fp16-pipe; the message says what was expected.
+Expected<Arm> parseArm(const std::string& text);
+// Fills o from the command line: 0 to go on, -1 after --help, 2 on a usage error.
+int parseOptions(int argc, char** argv, Options* o);
+int defaultSteps(const std::string& configName);
+float defaultLr(const std::string& configName);
+
+EvalSet makeEvalSet(std::span<const uint8_t> heldOut, int B, int T, int batches);
+// One run of one arm and seed: its curve, final loss and counters.
+Expected<RunResult> runOne(const RunContext& ctx, const Arm& arm, int seed);
+// The largest rise of the curve's loss above its running minimum (RunResult::maxRise).
+double maxRise(const std::vector<CurvePoint>& curve);
+
+struct Summary {
+    std::string configName, arm;
+    int seeds = 0;
+    double mean = 0, stddev = 0, min = 0, max = 0, bytesPerToken = 0, vsSync = 0;
+    double wallSeconds = 0;
+};
+
+std::vector<Summary> summarize(const std::vector<std::string>& configs,
+                               const std::vector<Arm>& arms, const std::vector<RunResult>& results);
+// Written through a temporary file and a rename, so a reader never sees half a file.
+bool writeJson(const std::string& path, const Options& o, const std::string& cpu,
+               const std::vector<RunResult>& results, const std::vector<Summary>& summary,
+               size_t runsPlanned);
+bool writeCsv(const std::string& path, const std::vector<RunResult>& results);
+
+}  // namespace tandem::bench
