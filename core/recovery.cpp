@@ -1,0 +1,169 @@
+// Recovery after a restart: results on disk, the unit in work/, ledger rows without files.
+#include "engine_impl.hpp"
+
+#include "file_io.hpp"
+#include "result_format.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace tandem::core {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+Expected<PendingResult> Engine::Impl::loadPending(const fs::path& infoFile) {
+    auto j = readJson(infoFile);
+    if (!j)
+        return j.error();
+    PendingResult p;
+    try {
+        p.workUnitId = (*j).at("work_unit_id").get<int64_t>();
+        p.uploadUrl = (*j).at("upload_url").get<std::string>();
+    } catch (const std::exception& e) {
+        return makeError(infoFile.string() + ": " + e.what());
+    }
+    p.infoFile = infoFile;
+    p.file = dir() / "results" / (wuKey(p.workUnitId) + ".result");
+    auto bytes = readFile(p.file);
+    if (!bytes)
+        return bytes.error();
+    auto header = net::parseResultHeader(*bytes);
+    if (!header)
+        return makeError(p.file.string() + ": " + header.error().message);
+    if (net::sha256(std::span<const uint8_t>(*bytes).subspan(net::kResultHeaderBytes)) !=
+            header->payloadSha256 ||
+        static_cast<int64_t>(bytes->size()) != header->totalBytes())
+        return makeError(p.file.string() + " is damaged (payload digest or size)");
+    p.bytes = static_cast<int64_t>(bytes->size());
+    p.digest = net::resultDigest(*header);
+    p.steps = header->steps;
+    p.lossLast = header->lossLast;
+    p.signature = key->sign(p.digest);
+    return p;
+}
+
+void Engine::Impl::removePending(const PendingResult& p) {
+    std::error_code ec;
+    fs::remove(p.file, ec);
+    fs::remove(p.infoFile, ec);
+}
+
+void Engine::Impl::recover() {
+    std::error_code ec;
+    fs::create_directories(dir() / "results", ec);
+    fs::create_directories(dir() / "work", ec);
+    fs::create_directories(dir() / "cache", ec);
+    std::set<int64_t> haveResult;
+    // Finished results.
+    std::vector<fs::path> infos;
+    for (const auto& e : fs::directory_iterator(dir() / "results", ec))
+        if (e.path().extension() == ".json")
+            infos.push_back(e.path());
+    std::sort(infos.begin(), infos.end());
+    for (const auto& info : infos) {
+        auto p = loadPending(info);
+        if (!p) {
+            log(EventLevel::Error, "dropping a result that cannot be sent: " + p.error().message);
+            fs::remove(info, ec);
+            continue;
+        }
+        haveResult.insert(p->workUnitId);
+        auto row = ledger->workUnit(wuKey(p->workUnitId));
+        if (row && *row &&
+            ((*row)->state == WorkUnitState::Accepted ||
+             (*row)->state == WorkUnitState::Rejected)) {
+            removePending(*p);  // settled before the crash; only the files were left
+            continue;
+        }
+        if (row && *row && (*row)->state != WorkUnitState::Trained)
+            transition(p->workUnitId, WorkUnitState::Trained, "restart: upload again");
+        log(EventLevel::Info,
+            "work unit " + wuKey(p->workUnitId) + ": result on disk, waiting for its receipt");
+        // It may have reached the coordinator before the restart: upload again (idempotent,
+        // the stored receipt comes back) rather than ask, since the coordinator would answer
+        // "abandon: already accepted" and the receipt would be lost.
+        p->stillWantedChecked = true;
+        std::lock_guard lock(mu);
+        queue.push_back(*p);
+    }
+    // The unit in training.
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(dir() / "work", ec))
+        if (e.is_directory())
+            dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& d : dirs) {
+        const auto manifestText = readText(d / "manifest.json");
+        std::optional<net::Manifest> m;
+        if (manifestText) {
+            auto parsed = net::Manifest::fromJson(*manifestText);
+            if (parsed && reg && parsed->verify(reg->coordinatorKey))
+                m = *parsed;
+        }
+        if (!m || haveResult.count(m->workUnitId) || active) {
+            if (m && !haveResult.count(m->workUnitId)) {
+                transition(m->workUnitId, WorkUnitState::Abandoned,
+                           "restart: another unit was in progress");
+            }
+            fs::remove_all(d, ec);
+            continue;
+        }
+        ActiveUnit a;
+        a.manifest = *m;
+        a.dir = d;
+        if (auto pj = readJson(d / "progress.json")) {
+            try {
+                a.step = (*pj).at("step").get<int64_t>();
+                a.samplerState = std::stoull((*pj).at("sampler").get<std::string>());
+                if ((*pj).contains("loss_first"))
+                    a.lossFirst = (*pj)["loss_first"].get<float>();
+                if ((*pj).contains("loss_last"))
+                    a.lossLast = (*pj)["loss_last"].get<float>();
+                a.lossSum = (*pj).at("loss_sum").get<double>();
+                a.tokens = (*pj).at("tokens").get<int64_t>();
+                a.computeSeconds = (*pj).at("compute_seconds").get<double>();
+                a.checkpointFile = (*pj).at("checkpoint").get<std::string>();
+            } catch (const std::exception&) {
+                a = ActiveUnit{};
+                a.manifest = *m;
+                a.dir = d;
+            }
+        }
+        if (!a.checkpointFile.empty() && !fs::exists(d / a.checkpointFile, ec)) {
+            a = ActiveUnit{};
+            a.manifest = *m;
+            a.dir = d;
+        }
+        // Make sure the ledger has the unit (a crash may have come before its row).
+        auto row = ledger->workUnit(wuKey(m->workUnitId));
+        if (row && !*row)
+            recordNewUnit(*m);
+        log(EventLevel::Info, "work unit " + wuKey(m->workUnitId) + ": resuming at step " +
+                                  std::to_string(a.step) + " of " + std::to_string(m->innerSteps));
+        active = a;
+    }
+    // Rows the files cannot back any more.
+    if (auto rows = ledger->workUnits(100000)) {
+        for (const auto& r : *rows) {
+            const auto s = r.unit.state;
+            const bool open = s == WorkUnitState::Assigned || s == WorkUnitState::Downloading ||
+                              s == WorkUnitState::Training;
+            const bool pendingState = s == WorkUnitState::Trained ||
+                                      s == WorkUnitState::Uploading || s == WorkUnitState::Uploaded;
+            int64_t id = 0;
+            try {
+                id = std::stoll(r.unit.id);
+            } catch (...) {
+                continue;
+            }
+            if (open && !(active && active->manifest.workUnitId == id))
+                transition(id, WorkUnitState::Abandoned, "restart: its files were gone");
+            if (pendingState && !haveResult.count(id))
+                transition(id, WorkUnitState::Failed, "restart: its result file was gone");
+        }
+    }
+    refreshTotals();
+}
+
+}  // namespace tandem::core
