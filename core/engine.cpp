@@ -169,20 +169,9 @@ Expected<std::unique_ptr<Engine>> Engine::create(EngineConfig config, Dependenci
     std::unique_ptr<Engine> e(new Engine());
     e->m_ledger = std::move(*ledger);
     e->m_publicKey = key->publicKey();
-    e->m_impl = std::make_unique<Impl>();
+    e->m_impl =
+        std::make_unique<Impl>(std::move(config), std::move(deps), *e->m_ledger, std::move(*key));
     Impl& i = *e->m_impl;
-    i.cfg = std::move(config);
-    i.deps = std::move(deps);
-    i.ledger = e->m_ledger.get();
-    i.key.emplace(std::move(*key));
-    i.rules = i.cfg.rules;
-    i.jitter = Rng(i.cfg.jitterSeed ? i.cfg.jitterSeed : [] {
-        auto b = net::randomBytes(8);
-        uint64_t s = 0;
-        std::memcpy(&s, b.data(), 8);
-        return s;
-    }());
-    i.snap.device = i.cfg.deviceDescription.empty() ? i.cfg.device : i.cfg.deviceDescription;
     i.loadRegistration();
     i.refreshTotals();
     return e;
@@ -203,52 +192,39 @@ void Engine::start() {
     i.engineThread = std::thread([&i] { i.engineMain(); });
 }
 
+// Each command changes the shared state under the one mutex and wakes both threads.
 void Engine::pause() {
-    {
-        std::lock_guard lock(m_impl->mu);
-        m_impl->pauseRequested = true;
-        ++m_impl->generation;
-    }
-    m_impl->cv.notify_all();
+    EngineShared& s = *m_impl;
+    s.command([&] { s.pauseRequested = true; });
 }
 
 void Engine::resume() {
-    {
-        std::lock_guard lock(m_impl->mu);
-        m_impl->pauseRequested = false;
-        m_impl->snoozeUntil.reset();
-        ++m_impl->generation;
-    }
-    m_impl->cv.notify_all();
+    EngineShared& s = *m_impl;
+    s.command([&] {
+        s.pauseRequested = false;
+        s.snoozeUntil.reset();
+    });
 }
 
 void Engine::snooze(int64_t untilMs) {
-    {
-        std::lock_guard lock(m_impl->mu);
-        m_impl->snoozeUntil = untilMs;
-        m_impl->pauseRequested = false;
-        ++m_impl->generation;
-    }
-    m_impl->cv.notify_all();
+    EngineShared& s = *m_impl;
+    s.command([&] {
+        s.snoozeUntil = untilMs;
+        s.pauseRequested = false;
+    });
 }
 
 void Engine::setFinishThenPause(bool on) {
-    {
-        std::lock_guard lock(m_impl->mu);
-        m_impl->finishFlag = on;
-        m_impl->snap.finishThenPause = on;
-        ++m_impl->generation;
-    }
-    m_impl->cv.notify_all();
+    EngineShared& s = *m_impl;
+    s.command([&] {
+        s.finishFlag = on;
+        s.snap.finishThenPause = on;
+    });
 }
 
 void Engine::quit() {
-    {
-        std::lock_guard lock(m_impl->mu);
-        m_impl->quitRequested = true;
-        ++m_impl->generation;
-    }
-    m_impl->cv.notify_all();
+    EngineShared& s = *m_impl;
+    s.command([&] { s.quitRequested = true; });
 }
 
 void Engine::wake() {
@@ -256,12 +232,8 @@ void Engine::wake() {
 }
 
 void Engine::setRules(const RulesConfig& rules) {
-    {
-        std::lock_guard lock(m_impl->mu);
-        m_impl->rules = rules;
-        ++m_impl->generation;
-    }
-    m_impl->cv.notify_all();
+    EngineShared& s = *m_impl;
+    s.command([&] { s.rules = rules; });
 }
 
 void Engine::wait() {

@@ -22,11 +22,7 @@ int64_t backoffDelayMs(const EngineConfig& config, int attempt, double u,
 
 void Engine::Impl::backoff(const std::string& what, const ApiFailure& failure) {
     ++backoffAttempt;
-    double u;
-    {
-        std::lock_guard lock(mu);
-        u = static_cast<double>(jitter.next() >> 11) * 0x1.0p-53;
-    }
+    const double u = jitterUnit();
     const int64_t delay = backoffDelayMs(cfg, backoffAttempt, u, failure.retryAfterMs);
     notBeforeMs = now() + delay;
     notBeforeState = EngineState::Backoff;

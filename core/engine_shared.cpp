@@ -1,18 +1,21 @@
 // The helpers every part of the engine uses: the log, state changes, waits, ledger rows.
+#include "engine_shared.hpp"
+
 #include "engine_impl.hpp"
 
 #include <chrono>
+#include <cstring>
 
 namespace tandem::core {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-void Engine::Impl::log(EventLevel level, const std::string& message) {
+void EngineShared::log(EventLevel level, const std::string& message) {
     if (crashed.load())
         return;
     if (level >= EventLevel::Info)
-        (void)ledger->recordEvent(now(), level, message);
+        (void)ledger.recordEvent(now(), level, message);
     if (level >= EventLevel::Warning) {
         std::lock_guard lock(mu);
         if (level == EventLevel::Error)
@@ -22,15 +25,37 @@ void Engine::Impl::log(EventLevel level, const std::string& message) {
         deps.observer->logLine(level, message);
 }
 
-void Engine::Impl::notifyAll() {
+EngineShared::EngineShared(EngineConfig config, Engine::Dependencies dependencies,
+                           Ledger& ledgerRef, net::SigningKey signingKey)
+    : cfg(std::move(config)),
+      deps(std::move(dependencies)),
+      ledger(ledgerRef),
+      key(std::move(signingKey)),
+      rules(cfg.rules),
+      jitter(cfg.jitterSeed ? cfg.jitterSeed : [] {
+          auto b = net::randomBytes(8);
+          uint64_t s = 0;
+          std::memcpy(&s, b.data(), 8);
+          return s;
+      }()) {
+    snap.device = cfg.deviceDescription.empty() ? cfg.device : cfg.deviceDescription;
+}
+
+void EngineShared::command(const std::function<void()>& change) {
     {
         std::lock_guard lock(mu);
+        change();
         ++generation;
     }
     cv.notify_all();
 }
 
-void Engine::Impl::setState(EngineState state, std::string reason, std::string nextAction,
+double EngineShared::jitterUnit() {
+    std::lock_guard lock(mu);
+    return static_cast<double>(jitter.next() >> 11) * 0x1.0p-53;
+}
+
+void EngineShared::setState(EngineState state, std::string reason, std::string nextAction,
                             std::optional<int64_t> nextAtMs) {
     bool changed = false;
     {
@@ -57,9 +82,7 @@ void Engine::Impl::setState(EngineState state, std::string reason, std::string n
         deps.observer->stateChanged(state, reason);
 }
 
-// Waits one poll interval of real time, or less when a command arrives or the clock reaches
-// untilMs.
-void Engine::Impl::waitOnce(std::optional<int64_t> untilMs) {
+void EngineShared::waitOnce(std::optional<int64_t> untilMs) {
     std::unique_lock lock(mu);
     const uint64_t seen = generation;
     const auto end = std::chrono::steady_clock::now() +
@@ -72,8 +95,8 @@ void Engine::Impl::waitOnce(std::optional<int64_t> untilMs) {
     }
 }
 
-void Engine::Impl::refreshTotals() {
-    auto t = ledger->totals();
+void EngineShared::refreshTotals() {
+    auto t = ledger.totals();
     std::lock_guard lock(mu);
     if (t)
         snap.totals = *t;
@@ -81,7 +104,7 @@ void Engine::Impl::refreshTotals() {
     snap.workUnitsThisSession = trainedThisSession;
 }
 
-void Engine::Impl::recordTransfer(Direction direction, const std::string& purpose, int64_t bytes,
+void EngineShared::recordTransfer(Direction direction, const std::string& purpose, int64_t bytes,
                                   int64_t startMs, bool ok, int64_t workUnitId,
                                   const std::string& detail) {
     if (crashed.load())
@@ -95,17 +118,17 @@ void Engine::Impl::recordTransfer(Direction direction, const std::string& purpos
     t.ok = ok;
     t.workUnitId = workUnitId > 0 ? wuKey(workUnitId) : std::string();
     t.detail = detail;
-    (void)ledger->recordTransfer(t);
+    (void)ledger.recordTransfer(t);
 }
 
-void Engine::Impl::transition(int64_t workUnitId, WorkUnitState state, const std::string& detail) {
+void EngineShared::transition(int64_t workUnitId, WorkUnitState state, const std::string& detail) {
     if (crashed.load())
         return;
-    if (auto st = ledger->recordTransition(wuKey(workUnitId), state, now(), detail); !st)
+    if (auto st = ledger.recordTransition(wuKey(workUnitId), state, now(), detail); !st)
         log(EventLevel::Warning, "ledger: " + st.error().message);
 }
 
-void Engine::Impl::recordNewUnit(const net::Manifest& m) {
+void EngineShared::recordNewUnit(const net::Manifest& m) {
     WorkUnitRecord r;
     r.id = wuKey(m.workUnitId);
     r.run = std::to_string(m.runId);
@@ -118,7 +141,7 @@ void Engine::Impl::recordNewUnit(const net::Manifest& m) {
     r.state = WorkUnitState::Assigned;
     r.createdAtMs = now();
     r.updatedAtMs = r.createdAtMs;
-    if (auto st = ledger->recordWorkUnit(r); !st)
+    if (auto st = ledger.recordWorkUnit(r); !st)
         log(EventLevel::Warning, "ledger: " + st.error().message);
 }
 

@@ -39,7 +39,7 @@ Expected<PendingResult> Engine::Impl::loadPending(const fs::path& infoFile) {
     p.digest = net::resultDigest(*header);
     p.steps = header->steps;
     p.lossLast = header->lossLast;
-    p.signature = key->sign(p.digest);
+    p.signature = key.sign(p.digest);
     return p;
 }
 
@@ -69,7 +69,7 @@ void Engine::Impl::recover() {
             continue;
         }
         haveResult.insert(p->workUnitId);
-        auto row = ledger->workUnit(wuKey(p->workUnitId));
+        auto row = ledger.workUnit(wuKey(p->workUnitId));
         if (row && *row &&
             ((*row)->state == WorkUnitState::Accepted ||
              (*row)->state == WorkUnitState::Rejected)) {
@@ -136,7 +136,7 @@ void Engine::Impl::recover() {
             a.dir = d;
         }
         // Make sure the ledger has the unit (a crash may have come before its row).
-        auto row = ledger->workUnit(wuKey(m->workUnitId));
+        auto row = ledger.workUnit(wuKey(m->workUnitId));
         if (row && !*row)
             recordNewUnit(*m);
         log(EventLevel::Info, "work unit " + wuKey(m->workUnitId) + ": resuming at step " +
@@ -144,7 +144,7 @@ void Engine::Impl::recover() {
         active = a;
     }
     // Rows the files cannot back any more.
-    if (auto rows = ledger->workUnits(100000)) {
+    if (auto rows = ledger.workUnits(100000)) {
         for (const auto& r : *rows) {
             const auto s = r.unit.state;
             const bool open = s == WorkUnitState::Assigned || s == WorkUnitState::Downloading ||

@@ -38,7 +38,7 @@ bool Engine::Impl::doRegister() {
     setState(EngineState::Fetching, "registering", "register with " + cfg.coordinatorUrl);
     net::RegisterRequest req;
     req.name = cfg.clientName.empty() ? "tandem-worker" : cfg.clientName.substr(0, 100);
-    req.publicKey = key->publicKey();
+    req.publicKey = key.publicKey();
     req.hardware = cfg.hardwareSummary.substr(0, 2000);
     auto res = deps.api->registerClient(req);
     checkCrash();

@@ -99,11 +99,7 @@ void Engine::Impl::uploadMain() {
             }
             if (res.error().transient) {
                 ++attempt;
-                double u;
-                {
-                    std::lock_guard lock(mu);
-                    u = static_cast<double>(jitter.next() >> 11) * 0x1.0p-53;
-                }
+                const double u = jitterUnit();
                 const int64_t delay = backoffDelayMs(cfg, attempt, u, res.error().retryAfterMs);
                 retryAtMs = now() + delay;
                 transition(p.workUnitId, WorkUnitState::Trained, res.error().message);
@@ -161,7 +157,7 @@ void Engine::Impl::settle(const PendingResult& p, WorkUnitState state, const std
         rec.receivedAtMs = now();
         rec.signature.assign(outcome->receipt.signature.begin(), outcome->receipt.signature.end());
         rec.body.assign(outcome->receiptJson.begin(), outcome->receiptJson.end());
-        if (auto st = ledger->recordReceipt(rec); !st) {
+        if (auto st = ledger.recordReceipt(rec); !st) {
             log(EventLevel::Error,
                 "ledger: cannot store the receipt of work unit " + id + ": " + st.error().message);
             return;  // stays pending; the upload is idempotent
@@ -185,7 +181,6 @@ void Engine::Impl::settle(const PendingResult& p, WorkUnitState state, const std
         if (!queue.empty() && queue.front().workUnitId == p.workUnitId)
             queue.pop_front();
         snap.lastUpload = last;
-        ++settledThisSession;
     }
     refreshTotals();
     if (deps.observer)

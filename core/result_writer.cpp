@@ -50,7 +50,7 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
     p.digest = net::resultDigest(*header);
     p.steps = header->steps;
     p.lossLast = header->lossLast;
-    p.signature = key->sign(p.digest);
+    p.signature = key.sign(p.digest);
     checkCrash();
     if (auto st = writeFileAtomically(p.file, body); !st) {
         failUnit("cannot write the result: " + st.error().message);
@@ -67,8 +67,8 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
         return TrainOutcome::Failed;
     }
     checkCrash();
-    (void)ledger->updateWorkUnitProgress(id, a.tokens, a.step, a.computeSeconds, a.lossFirst,
-                                         a.lossLast, now());
+    (void)ledger.updateWorkUnitProgress(id, a.tokens, a.step, a.computeSeconds, a.lossFirst,
+                                        a.lossLast, now());
     transition(m.workUnitId, WorkUnitState::Trained);
     // Moments for the next unit of this run.
     Checkpoint ck;

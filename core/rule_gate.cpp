@@ -19,7 +19,7 @@ RulesVerdict Engine::Impl::evaluate(int64_t nextDownloadBytes, int64_t nextUploa
         in.temperatureC = p.temperatureC;
     }
     in.heldByTemperature = heldByTemperature;
-    if (auto used = ledger->bytesUsedToday(in.nowMs, *deps.zone)) {
+    if (auto used = ledger.bytesUsedToday(in.nowMs, *deps.zone)) {
         in.bytesUpToday = used->up;
         in.bytesDownToday = used->down;
     }

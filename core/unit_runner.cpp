@@ -74,8 +74,8 @@ Status Engine::Impl::checkpoint(uint64_t samplerState) {
     }
     a.samplerState = samplerState;
     a.checkpointFile = name;
-    (void)ledger->updateWorkUnitProgress(wuKey(a.manifest.workUnitId), a.tokens, a.step,
-                                         a.computeSeconds, a.lossFirst, a.lossLast, now());
+    (void)ledger.updateWorkUnitProgress(wuKey(a.manifest.workUnitId), a.tokens, a.step,
+                                        a.computeSeconds, a.lossFirst, a.lossLast, now());
     return {};
 }
 
@@ -334,7 +334,7 @@ TrainOutcome Engine::Impl::train() {
             s.tokensPerSecond = measuredTokensPerSecond;
             if (deps.probe)
                 s.temperatureC = deps.probe().temperatureC;
-            (void)ledger->recordSample(s);
+            (void)ledger.recordSample(s);
             if (deps.observer)
                 deps.observer->sample(s);
         }
