@@ -13,6 +13,15 @@
 
 namespace tandem::core {
 
+struct Registration {
+    std::string coordinatorUrl;
+    int64_t clientId = 0;
+    std::string token;
+    net::PublicKey coordinatorKey{};
+};
+
+enum class TrainOutcome { Finished, Interrupted, Abandoned, Failed, Retry };
+
 struct Engine::Impl : EngineShared {
     using EngineShared::EngineShared;
 
@@ -50,32 +59,18 @@ struct Engine::Impl : EngineShared {
     void backoffLocal(const std::string& message);
 
     // --- registration (registration.cpp) ---
-    std::filesystem::path registrationFile() const { return dir() / "registration.json"; }
     void loadRegistration();
     bool doRegister();
     void dropRegistration(const std::string& why);
 
     // --- recovery after a restart (recovery.cpp) ---
-    Expected<PendingResult> loadPending(const std::filesystem::path& infoFile);
-    void removePending(const PendingResult& p);
     void recover();
 
     // --- fetching and downloading (work_fetcher.cpp) ---
     void fetch();
-    std::filesystem::path weightsPath(const net::Manifest& m) const {
-        return dir() / "cache" / (net::toHex(m.weightsSha256) + ".weights");
-    }
-    std::filesystem::path dataPath(const net::Manifest& m) const {
-        return dir() / "cache" / (net::toHex(m.dataSha256) + ".data");
-    }
     bool download();
-    CurrentWorkUnit currentInfo() const;
 
     // --- training (unit_runner.cpp) ---
-    std::filesystem::path optimizerFile() const { return dir() / "optimizer.ckpt"; }
-    std::filesystem::path optimizerInfo() const { return dir() / "optimizer.json"; }
-    std::optional<OptimizerState> carriedMoments(const net::Manifest& m);
-    Status saveMoments(const net::Manifest& m, const Checkpoint& ck);
     Status checkpoint(uint64_t samplerState);
     void failUnit(const std::string& why);
     void abandonUnit(const std::string& why);

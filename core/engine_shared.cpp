@@ -31,6 +31,7 @@ EngineShared::EngineShared(EngineConfig config, Engine::Dependencies dependencie
       deps(std::move(dependencies)),
       ledger(ledgerRef),
       key(std::move(signingKey)),
+      files(cfg.dataDir),
       rules(cfg.rules),
       jitter(cfg.jitterSeed ? cfg.jitterSeed : [] {
           auto b = net::randomBytes(8);

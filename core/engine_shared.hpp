@@ -32,6 +32,7 @@ struct EngineShared {
     const Engine::Dependencies deps;
     Ledger& ledger;
     const net::SigningKey key;
+    const DataDir files;
 
     mutable std::mutex mu;
     std::condition_variable cv;
@@ -52,7 +53,6 @@ struct EngineShared {
     std::atomic<bool> crashed{false};
 
     int64_t now() const { return deps.clock->nowMs(); }
-    std::filesystem::path dir() const { return cfg.dataDir; }
     std::string describe(int64_t atMs) const { return describeLocalTime(atMs, now(), *deps.zone); }
 
     void hook(const char* point) const {

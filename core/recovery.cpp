@@ -1,9 +1,6 @@
 // Recovery after a restart: results on disk, the unit in work/, ledger rows without files.
 #include "engine_impl.hpp"
 
-#include "file_io.hpp"
-#include "result_format.hpp"
-
 #include <algorithm>
 #include <set>
 
@@ -12,57 +9,20 @@ namespace tandem::core {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-Expected<PendingResult> Engine::Impl::loadPending(const fs::path& infoFile) {
-    auto j = readJson(infoFile);
-    if (!j)
-        return j.error();
-    PendingResult p;
-    try {
-        p.workUnitId = (*j).at("work_unit_id").get<int64_t>();
-        p.uploadUrl = (*j).at("upload_url").get<std::string>();
-    } catch (const std::exception& e) {
-        return makeError(infoFile.string() + ": " + e.what());
-    }
-    p.infoFile = infoFile;
-    p.file = dir() / "results" / (wuKey(p.workUnitId) + ".result");
-    auto bytes = readFile(p.file);
-    if (!bytes)
-        return bytes.error();
-    auto header = net::parseResultHeader(*bytes);
-    if (!header)
-        return makeError(p.file.string() + ": " + header.error().message);
-    if (net::sha256(std::span<const uint8_t>(*bytes).subspan(net::kResultHeaderBytes)) !=
-            header->payloadSha256 ||
-        static_cast<int64_t>(bytes->size()) != header->totalBytes())
-        return makeError(p.file.string() + " is damaged (payload digest or size)");
-    p.bytes = static_cast<int64_t>(bytes->size());
-    p.digest = net::resultDigest(*header);
-    p.steps = header->steps;
-    p.lossLast = header->lossLast;
-    p.signature = key.sign(p.digest);
-    return p;
-}
-
-void Engine::Impl::removePending(const PendingResult& p) {
-    std::error_code ec;
-    fs::remove(p.file, ec);
-    fs::remove(p.infoFile, ec);
-}
-
 void Engine::Impl::recover() {
     std::error_code ec;
-    fs::create_directories(dir() / "results", ec);
-    fs::create_directories(dir() / "work", ec);
-    fs::create_directories(dir() / "cache", ec);
+    fs::create_directories(files.resultsDir(), ec);
+    fs::create_directories(files.workDir(), ec);
+    fs::create_directories(files.cacheDir(), ec);
     std::set<int64_t> haveResult;
     // Finished results.
     std::vector<fs::path> infos;
-    for (const auto& e : fs::directory_iterator(dir() / "results", ec))
+    for (const auto& e : fs::directory_iterator(files.resultsDir(), ec))
         if (e.path().extension() == ".json")
             infos.push_back(e.path());
     std::sort(infos.begin(), infos.end());
     for (const auto& info : infos) {
-        auto p = loadPending(info);
+        auto p = loadPendingResult(files, info, key);
         if (!p) {
             log(EventLevel::Error, "dropping a result that cannot be sent: " + p.error().message);
             fs::remove(info, ec);
@@ -73,7 +33,7 @@ void Engine::Impl::recover() {
         if (row && *row &&
             ((*row)->state == WorkUnitState::Accepted ||
              (*row)->state == WorkUnitState::Rejected)) {
-            removePending(*p);  // settled before the crash; only the files were left
+            removePendingResult(*p);  // settled before the crash; only the files were left
             continue;
         }
         if (row && *row && (*row)->state != WorkUnitState::Trained)
@@ -89,12 +49,12 @@ void Engine::Impl::recover() {
     }
     // The unit in training.
     std::vector<fs::path> dirs;
-    for (const auto& e : fs::directory_iterator(dir() / "work", ec))
+    for (const auto& e : fs::directory_iterator(files.workDir(), ec))
         if (e.is_directory())
             dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
     for (const auto& d : dirs) {
-        const auto manifestText = readText(d / "manifest.json");
+        const auto manifestText = readText(DataDir::manifestFile(d));
         std::optional<net::Manifest> m;
         if (manifestText) {
             auto parsed = net::Manifest::fromJson(*manifestText);
@@ -112,29 +72,10 @@ void Engine::Impl::recover() {
         ActiveUnit a;
         a.manifest = *m;
         a.dir = d;
-        if (auto pj = readJson(d / "progress.json")) {
-            try {
-                a.step = (*pj).at("step").get<int64_t>();
-                a.samplerState = std::stoull((*pj).at("sampler").get<std::string>());
-                if ((*pj).contains("loss_first"))
-                    a.lossFirst = (*pj)["loss_first"].get<float>();
-                if ((*pj).contains("loss_last"))
-                    a.lossLast = (*pj)["loss_last"].get<float>();
-                a.lossSum = (*pj).at("loss_sum").get<double>();
-                a.tokens = (*pj).at("tokens").get<int64_t>();
-                a.computeSeconds = (*pj).at("compute_seconds").get<double>();
-                a.checkpointFile = (*pj).at("checkpoint").get<std::string>();
-            } catch (const std::exception&) {
-                a = ActiveUnit{};
-                a.manifest = *m;
-                a.dir = d;
-            }
-        }
-        if (!a.checkpointFile.empty() && !fs::exists(d / a.checkpointFile, ec)) {
-            a = ActiveUnit{};
-            a.manifest = *m;
-            a.dir = d;
-        }
+        if (auto progress = readProgress(DataDir::progressFile(d)))
+            static_cast<UnitProgress&>(a) = *progress;
+        if (!a.checkpointFile.empty() && !fs::exists(d / a.checkpointFile, ec))
+            a.restart();
         // Make sure the ledger has the unit (a crash may have come before its row).
         auto row = ledger.workUnit(wuKey(m->workUnitId));
         if (row && !*row)

@@ -7,7 +7,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 void Engine::Impl::loadRegistration() {
-    auto j = readJson(registrationFile());
+    auto j = readJson(files.registrationFile());
     if (!j)
         return;
     try {
@@ -55,7 +55,7 @@ bool Engine::Impl::doRegister() {
               {"client_id", r.clientId},
               {"token", r.token},
               {"coordinator_public_key", net::toBase64(r.coordinatorKey)}};
-    if (auto st = writePrivateFileAtomically(registrationFile(), j.dump(2)); !st) {
+    if (auto st = writePrivateFileAtomically(files.registrationFile(), j.dump(2)); !st) {
         backoffLocal(st.error().message);
         return false;
     }
@@ -76,7 +76,7 @@ void Engine::Impl::dropRegistration(const std::string& why) {
     log(EventLevel::Warning, why + "; registering again");
     reg.reset();
     std::error_code ec;
-    fs::remove(registrationFile(), ec);
+    fs::remove(files.registrationFile(), ec);
     std::lock_guard lock(mu);
     snap.registered = false;
 }

@@ -175,7 +175,7 @@ void Engine::Impl::settle(const PendingResult& p, WorkUnitState state, const std
         transition(p.workUnitId, WorkUnitState::Rejected, detail);
         log(EventLevel::Error, "work unit " + id + " was refused: " + detail);
     }
-    removePending(p);
+    removePendingResult(p);
     {
         std::lock_guard lock(mu);
         if (!queue.empty() && queue.front().workUnitId == p.workUnitId)

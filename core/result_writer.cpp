@@ -44,8 +44,8 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
     PendingResult p;
     p.workUnitId = m.workUnitId;
     p.uploadUrl = m.uploadUrl;
-    p.file = dir() / "results" / (id + ".result");
-    p.infoFile = dir() / "results" / (id + ".json");
+    p.file = files.resultFile(m.workUnitId);
+    p.infoFile = files.resultInfoFile(m.workUnitId);
     p.bytes = static_cast<int64_t>(body.size());
     p.digest = net::resultDigest(*header);
     p.steps = header->steps;
@@ -58,11 +58,8 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
     }
     hook("result");
     checkCrash();
-    json info = {{"work_unit_id", m.workUnitId},
-                 {"upload_url", m.uploadUrl},
-                 {"run_id", m.runId},
-                 {"base_version", m.baseVersion}};
-    if (auto st = writeTextAtomically(p.infoFile, info.dump()); !st) {
+    const ResultInfo info{m.workUnitId, m.uploadUrl, m.runId, m.baseVersion};
+    if (auto st = writeResultInfo(p.infoFile, info); !st) {
         failUnit("cannot write the result: " + st.error().message);
         return TrainOutcome::Failed;
     }
@@ -77,7 +74,7 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
     if (backend->storeParameters(ck.parameters)) {
         if (auto opt = backend->storeOptimizerState()) {
             ck.optimizer = std::move(*opt);
-            if (auto st = saveMoments(m, ck); !st)
+            if (auto st = saveMoments(files, m, cfg.device, ck); !st)
                 log(EventLevel::Warning, "cannot keep the AdamW moments: " + st.error().message);
         }
     }

@@ -12,31 +12,6 @@ namespace tandem::core {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::optional<OptimizerState> Engine::Impl::carriedMoments(const net::Manifest& m) {
-    auto j = readJson(optimizerInfo());
-    if (!j)
-        return std::nullopt;
-    try {
-        if ((*j).at("run_id").get<int64_t>() != m.runId ||
-            (*j).at("device").get<std::string>() != cfg.device ||
-            (*j).at("model").get<std::string>() != m.model.describe())
-            return std::nullopt;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    auto ck = loadCheckpoint(optimizerFile(), m.model);
-    if (!ck || !ck->optimizer)
-        return std::nullopt;
-    return ck->optimizer;
-}
-
-Status Engine::Impl::saveMoments(const net::Manifest& m, const Checkpoint& ck) {
-    if (auto st = saveCheckpoint(optimizerFile(), ck); !st)
-        return st;
-    json j = {{"run_id", m.runId}, {"device", cfg.device}, {"model", m.model.describe()}};
-    return writeTextAtomically(optimizerInfo(), j.dump());
-}
-
 Status Engine::Impl::checkpoint(uint64_t samplerState) {
     if (crashed.load())
         return {};
@@ -51,25 +26,21 @@ Status Engine::Impl::checkpoint(uint64_t samplerState) {
     if (!opt)
         return opt.error();
     ck.optimizer = std::move(*opt);
-    const std::string name = "ckpt-" + std::to_string(a.step) + ".ckpt";
+    const std::string name = DataDir::checkpointName(a.step);
     if (auto st = saveCheckpoint(a.dir / name, ck); !st)
         return st;
     hook("checkpoint");
     checkCrash();
-    json j = {
-        {"step", a.step},     {"sampler", std::to_string(samplerState)}, {"loss_sum", a.lossSum},
-        {"tokens", a.tokens}, {"compute_seconds", a.computeSeconds},     {"checkpoint", name}};
-    if (a.lossFirst)
-        j["loss_first"] = *a.lossFirst;
-    if (a.lossLast)
-        j["loss_last"] = *a.lossLast;
-    if (auto st = writeTextAtomically(a.dir / "progress.json", j.dump()); !st)
+    UnitProgress progress = a;
+    progress.samplerState = samplerState;
+    progress.checkpointFile = name;
+    if (auto st = writeProgress(DataDir::progressFile(a.dir), progress); !st)
         return st;
     checkCrash();
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(a.dir, ec)) {
         const std::string f = e.path().filename().string();
-        if (f.rfind("ckpt-", 0) == 0 && f != name)
+        if (DataDir::isCheckpointName(f) && f != name)
             fs::remove(e.path(), ec);
     }
     a.samplerState = samplerState;
@@ -138,15 +109,15 @@ TrainOutcome Engine::Impl::train() {
         failUnit("the model does not fit on " + cfg.device + ": " + st.error().message);
         return TrainOutcome::Failed;
     }
-    auto start = loadCheckpoint(weightsPath(m), m.model);
+    auto start = loadCheckpoint(files.weightsFile(m), m.model);
     if (!start) {
         std::error_code ec;
-        fs::remove(weightsPath(m), ec);
+        fs::remove(files.weightsFile(m), ec);
         a.downloaded = false;
         backoffLocal("the downloaded weights are unusable: " + start.error().message);
         return TrainOutcome::Retry;
     }
-    auto data = readFile(dataPath(m));
+    auto data = readFile(files.dataFile(m));
     if (!data || static_cast<int64_t>(data->size()) <= T) {
         a.downloaded = false;
         backoffLocal("the downloaded data is unusable");
@@ -160,13 +131,7 @@ TrainOutcome Engine::Impl::train() {
             log(EventLevel::Warning, "work unit " + id + ": checkpoint unusable (" +
                                          (ck ? std::string("no moments") : ck.error().message) +
                                          "); starting it again");
-            {
-                const fs::path keep = a.dir;
-                a = ActiveUnit{};
-                a.manifest = m;
-                a.dir = keep;
-                a.downloaded = true;
-            }
+            a.restart();
         } else {
             if (auto st = backend->loadParameters(ck->parameters); !st) {
                 failUnit(st.error().message);
@@ -184,7 +149,7 @@ TrainOutcome Engine::Impl::train() {
             failUnit(st.error().message);
             return TrainOutcome::Failed;
         }
-        auto carried = carriedMoments(m);
+        auto carried = carriedMoments(files, m, cfg.device);
         OptimizerState opt;
         if (carried) {
             opt = std::move(*carried);
@@ -306,7 +271,7 @@ TrainOutcome Engine::Impl::train() {
             measuredTokensPerSecond = static_cast<double>(B) * T / stepSecondsAvg;
         {
             std::lock_guard lock(mu);
-            snap.current = currentInfo();
+            snap.current = currentInfo(a);
             snap.current->etaMs =
                 static_cast<int64_t>(stepSecondsAvg * 1000.0 * (m.innerSteps - a.step));
             snap.tokensPerSecond = measuredTokensPerSecond;

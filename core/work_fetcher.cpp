@@ -16,7 +16,7 @@ void Engine::Impl::fetch() {
     req.device = cfg.deviceDescription.empty() ? cfg.device : cfg.deviceDescription;
     req.memoryBytes = cfg.deviceMemoryBytes;
     req.tokensPerSecond = measuredTokensPerSecond;
-    if (auto d = PlatformProbe::diskSpace(dir()))
+    if (auto d = PlatformProbe::diskSpace(files.root()))
         req.freeDiskBytes = d->freeBytes;
     const int64_t startMs = now();
     auto res = deps.api->requestWork(req);
@@ -54,10 +54,10 @@ void Engine::Impl::fetch() {
     }
     ActiveUnit a;
     a.manifest = m;
-    a.dir = dir() / "work" / wuKey(m.workUnitId);
+    a.dir = files.unitDir(m.workUnitId);
     std::error_code ec;
     fs::create_directories(a.dir, ec);
-    if (auto st = writeTextAtomically(a.dir / "manifest.json", res->manifestJson); !st) {
+    if (auto st = writeTextAtomically(DataDir::manifestFile(a.dir), res->manifestJson); !st) {
         backoffLocal(st.error().message);
         return;
     }
@@ -72,7 +72,7 @@ void Engine::Impl::fetch() {
 
 bool Engine::Impl::download() {
     const net::Manifest& m = active->manifest;
-    const fs::path wp = weightsPath(m), dp = dataPath(m);
+    const fs::path wp = files.weightsFile(m), dp = files.dataFile(m);
     const bool haveWeights = fileHasDigest(wp, m.weightsSha256);
     const bool haveData = fileHasDigest(dp, m.dataSha256);
     if (haveWeights && haveData) {
@@ -84,7 +84,7 @@ bool Engine::Impl::download() {
         return false;
     // Keep the cache to what this unit needs.
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir() / "cache", ec)) {
+    for (const auto& e : fs::directory_iterator(files.cacheDir(), ec)) {
         if (e.path() != wp && e.path() != dp &&
             e.path().string().find(".part") == std::string::npos)
             fs::remove(e.path(), ec);
@@ -94,7 +94,7 @@ bool Engine::Impl::download() {
              "train work unit " + wuKey(m.workUnitId));
     {
         std::lock_guard lock(mu);
-        snap.current = currentInfo();
+        snap.current = currentInfo(*active);
         snap.current->downloadBytesTotal = need;
     }
     int64_t doneBefore = 0;
@@ -142,21 +142,6 @@ bool Engine::Impl::download() {
     }
     active->downloaded = true;
     return true;
-}
-
-CurrentWorkUnit Engine::Impl::currentInfo() const {
-    CurrentWorkUnit c;
-    const auto& m = active->manifest;
-    c.id = wuKey(m.workUnitId);
-    c.runId = m.runId;
-    c.baseVersion = m.baseVersion;
-    c.model = m.model.describe();
-    c.step = active->step;
-    c.innerSteps = m.innerSteps;
-    c.tokens = active->tokens;
-    c.lossFirst = active->lossFirst;
-    c.lossLast = active->lossLast;
-    return c;
 }
 
 }  // namespace tandem::core
