@@ -79,7 +79,7 @@ void Engine::Impl::engineMain() {
         for (;;) {
             checkCrash();
             // With a unit in hand, "finish then pause" waits for it to be trained.
-            if (!gate(active.has_value(), 0, releaseWhileHeld, true))
+            if (!ruleGate.waitUntilClear(active.has_value(), 0, releaseWhileHeld, true))
                 break;
             if (now() < notBeforeMs) {
                 setState(notBeforeState, notBeforeReason, "try again at " + describe(notBeforeMs),

@@ -5,6 +5,7 @@
 #include "engine.hpp"
 #include "engine_shared.hpp"
 #include "random.hpp"
+#include "rule_gate.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,8 @@ enum class TrainOutcome { Finished, Interrupted, Abandoned, Failed, Retry };
 struct Engine::Impl : EngineShared {
     using EngineShared::EngineShared;
 
+    RuleGate ruleGate{*this};
+
     // Device samples are spaced by the clock across work units (units are often shorter than
     // the interval); set when training first starts. Engine thread only.
     std::optional<int64_t> lastSampleMs;
@@ -39,20 +42,10 @@ struct Engine::Impl : EngineShared {
     int64_t notBeforeMs = 0;
     EngineState notBeforeState = EngineState::Backoff;
     std::string notBeforeReason;
-    std::atomic<bool> heldByTemperature{false};  // written by the engine thread, read by both
-    int64_t lastRulesCheckMs = INT64_MIN;
     double measuredTokensPerSecond = 0;
 
     std::thread engineThread;
     std::thread uploadThread;
-
-    // --- rules (rule_gate.cpp) ---
-    RulesVerdict evaluate(int64_t nextDownloadBytes, int64_t nextUploadBytes, bool forUpload);
-    // Blocks while paused, snoozed or held by a rule. onHold runs once before the first wait
-    // (the checkpoint of a unit in training). haveUnit: a unit is in hand, so "finish then
-    // pause" does not pause yet. Returns false when the engine is to quit.
-    bool gate(bool haveUnit, int64_t nextDownloadBytes, const std::function<void()>& onHold,
-              bool forceRules);
 
     // --- backoff (engine_backoff.cpp) ---
     void backoff(const std::string& what, const ApiFailure& failure);

@@ -27,7 +27,7 @@ void Engine::Impl::uploadMain() {
             }
             p = queue.front();
         }
-        RulesVerdict v = evaluate(0, p.bytes, true);
+        RulesVerdict v = ruleGate.checkUpload(p.bytes);
         if (!v.allowed()) {
             {
                 std::lock_guard lock(mu);

@@ -202,7 +202,7 @@ TrainOutcome Engine::Impl::train() {
     };
     bool firstStep = true;
     while (a.step < m.innerSteps) {
-        if (!gate(true, 0, holdCheckpoint, firstStep)) {
+        if (!ruleGate.waitUntilClear(true, 0, holdCheckpoint, firstStep)) {
             holdCheckpoint();
             return TrainOutcome::Interrupted;
         }

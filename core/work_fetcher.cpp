@@ -80,7 +80,7 @@ bool Engine::Impl::download() {
         return true;
     }
     const int64_t need = (haveWeights ? 0 : m.weightsBytes) + (haveData ? 0 : m.dataLength);
-    if (!gate(true, need, nullptr, true))
+    if (!ruleGate.waitUntilClear(true, need, nullptr, true))
         return false;
     // Keep the cache to what this unit needs.
     std::error_code ec;
