@@ -81,12 +81,8 @@ void Engine::Impl::engineMain() {
             // With a unit in hand, "finish then pause" waits for it to be trained.
             if (!ruleGate.waitUntilClear(active.has_value(), 0, releaseWhileHeld, true))
                 break;
-            if (now() < notBeforeMs) {
-                setState(notBeforeState, notBeforeReason, "try again at " + describe(notBeforeMs),
-                         notBeforeMs);
-                waitOnce(notBeforeMs);
+            if (backoff.waitIfEarly())
                 continue;
-            }
             if (cfg.maxWorkUnits > 0 && trainedThisSession >= cfg.maxWorkUnits && !active) {
                 size_t pending;
                 {

@@ -3,6 +3,7 @@
 
 #include "checkpoint.hpp"
 #include "engine.hpp"
+#include "engine_backoff.hpp"
 #include "engine_shared.hpp"
 #include "random.hpp"
 #include "rule_gate.hpp"
@@ -27,6 +28,7 @@ struct Engine::Impl : EngineShared {
     using EngineShared::EngineShared;
 
     RuleGate ruleGate{*this};
+    EngineBackoff backoff{*this};
 
     // Device samples are spaced by the clock across work units (units are often shorter than
     // the interval); set when training first starts. Engine thread only.
@@ -38,18 +40,10 @@ struct Engine::Impl : EngineShared {
     std::unique_ptr<Backend> backend;
     ModelConfig backendModel;
     int backendB = 0, backendT = 0;
-    int backoffAttempt = 0;
-    int64_t notBeforeMs = 0;
-    EngineState notBeforeState = EngineState::Backoff;
-    std::string notBeforeReason;
     double measuredTokensPerSecond = 0;
 
     std::thread engineThread;
     std::thread uploadThread;
-
-    // --- backoff (engine_backoff.cpp) ---
-    void backoff(const std::string& what, const ApiFailure& failure);
-    void backoffLocal(const std::string& message);
 
     // --- registration (registration.cpp) ---
     void loadRegistration();

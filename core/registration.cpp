@@ -43,7 +43,7 @@ bool Engine::Impl::doRegister() {
     auto res = deps.api->registerClient(req);
     checkCrash();
     if (!res) {
-        backoff("registration failed", res.error());
+        backoff.fail("registration failed", res.error());
         return false;
     }
     Registration r;
@@ -56,12 +56,12 @@ bool Engine::Impl::doRegister() {
               {"token", r.token},
               {"coordinator_public_key", net::toBase64(r.coordinatorKey)}};
     if (auto st = writePrivateFileAtomically(files.registrationFile(), j.dump(2)); !st) {
-        backoffLocal(st.error().message);
+        backoff.failLocal(st.error().message);
         return false;
     }
     reg = r;
     deps.api->setToken(r.token);
-    backoffAttempt = 0;
+    backoff.succeeded();
     {
         std::lock_guard lock(mu);
         snap.registered = true;

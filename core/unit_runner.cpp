@@ -114,13 +114,13 @@ TrainOutcome Engine::Impl::train() {
         std::error_code ec;
         fs::remove(files.weightsFile(m), ec);
         a.downloaded = false;
-        backoffLocal("the downloaded weights are unusable: " + start.error().message);
+        backoff.failLocal("the downloaded weights are unusable: " + start.error().message);
         return TrainOutcome::Retry;
     }
     auto data = readFile(files.dataFile(m));
     if (!data || static_cast<int64_t>(data->size()) <= T) {
         a.downloaded = false;
-        backoffLocal("the downloaded data is unusable");
+        backoff.failLocal("the downloaded data is unusable");
         return TrainOutcome::Retry;
     }
     BatchSampler sampler(*data, m.seed);

@@ -26,30 +26,28 @@ void Engine::Impl::fetch() {
             dropRegistration("the coordinator does not know our token");
             return;
         }
-        backoff("asking for work failed", res.error());
+        backoff.fail("asking for work failed", res.error());
         return;
     }
     if (!res->manifest) {
-        backoffAttempt = 0;
-        notBeforeMs = now() + std::max<int64_t>(res->retryAfterMs, 1000);
-        notBeforeState = EngineState::Idle;
-        notBeforeReason = "no work available";
-        log(EventLevel::Info, "no work available; asking again at " + describe(notBeforeMs));
+        const int64_t atMs = now() + std::max<int64_t>(res->retryAfterMs, 1000);
+        backoff.idleUntil(atMs, "no work available");
+        log(EventLevel::Info, "no work available; asking again at " + describe(atMs));
         return;
     }
     const net::Manifest& m = *res->manifest;
     recordTransfer(Direction::Down, "manifest", static_cast<int64_t>(res->manifestJson.size()),
                    startMs, true, m.workUnitId, {});
     if (!m.verify(reg->coordinatorKey)) {
-        backoffLocal("the manifest of work unit " + wuKey(m.workUnitId) +
-                     " is not signed by the coordinator key pinned at registration; refused");
+        backoff.failLocal("the manifest of work unit " + wuKey(m.workUnitId) +
+                          " is not signed by the coordinator key pinned at registration; refused");
         return;
     }
     if (m.seqLen > m.model.maxSeqLen || m.batch <= 0 || m.innerSteps <= 0 ||
         m.dataLength <= m.seqLen) {
-        backoffLocal("work unit " + wuKey(m.workUnitId) + " has an impossible shape (B=" +
-                     std::to_string(m.batch) + ", T=" + std::to_string(m.seqLen) + ", data " +
-                     std::to_string(m.dataLength) + " bytes)");
+        backoff.failLocal("work unit " + wuKey(m.workUnitId) + " has an impossible shape (B=" +
+                          std::to_string(m.batch) + ", T=" + std::to_string(m.seqLen) + ", data " +
+                          std::to_string(m.dataLength) + " bytes)");
         return;
     }
     ActiveUnit a;
@@ -58,11 +56,11 @@ void Engine::Impl::fetch() {
     std::error_code ec;
     fs::create_directories(a.dir, ec);
     if (auto st = writeTextAtomically(DataDir::manifestFile(a.dir), res->manifestJson); !st) {
-        backoffLocal(st.error().message);
+        backoff.failLocal(st.error().message);
         return;
     }
     recordNewUnit(m);
-    backoffAttempt = 0;
+    backoff.succeeded();
     log(EventLevel::Info, "work unit " + wuKey(m.workUnitId) + ": " + std::to_string(m.innerSteps) +
                               " steps of " + std::to_string(m.batch) + "x" +
                               std::to_string(m.seqLen) + " on " + m.model.describe() +
@@ -122,7 +120,7 @@ bool Engine::Impl::download() {
                 stopping = quitRequested || pauseRequested;
             }
             if (!stopping)
-                backoff(std::string("downloading the ") + what + " failed", res.error());
+                backoff.fail(std::string("downloading the ") + what + " failed", res.error());
             return false;
         }
         recordTransfer(Direction::Down, what, res->bytesTransferred, startMs, true, m.workUnitId,
@@ -137,7 +135,7 @@ bool Engine::Impl::download() {
     if (!fileHasDigest(wp, m.weightsSha256) || !fileHasDigest(dp, m.dataSha256)) {
         fs::remove(wp, ec);
         fs::remove(dp, ec);
-        backoffLocal("a download does not match the SHA-256 of the manifest; removed it");
+        backoff.failLocal("a download does not match the SHA-256 of the manifest; removed it");
         return false;
     }
     active->downloaded = true;
