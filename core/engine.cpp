@@ -98,8 +98,8 @@ void Engine::Impl::engineMain() {
                 waitOnce();
                 continue;
             }
-            if (!reg) {
-                doRegister();
+            if (!registrar.registered()) {
+                registrar.registerNow();
                 continue;
             }
             if (!active) {
@@ -168,7 +168,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(EngineConfig config, Dependenci
     e->m_impl =
         std::make_unique<Impl>(std::move(config), std::move(deps), *e->m_ledger, std::move(*key));
     Impl& i = *e->m_impl;
-    i.loadRegistration();
+    i.registrar.load();
     i.refreshTotals();
     return e;
 }

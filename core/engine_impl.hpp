@@ -6,6 +6,7 @@
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
 #include "random.hpp"
+#include "registration.hpp"
 #include "rule_gate.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,13 +16,6 @@
 
 namespace tandem::core {
 
-struct Registration {
-    std::string coordinatorUrl;
-    int64_t clientId = 0;
-    std::string token;
-    net::PublicKey coordinatorKey{};
-};
-
 enum class TrainOutcome { Finished, Interrupted, Abandoned, Failed, Retry };
 
 struct Engine::Impl : EngineShared {
@@ -29,13 +23,13 @@ struct Engine::Impl : EngineShared {
 
     RuleGate ruleGate{*this};
     EngineBackoff backoff{*this};
+    Registrar registrar{*this, backoff};
 
     // Device samples are spaced by the clock across work units (units are often shorter than
     // the interval); set when training first starts. Engine thread only.
     std::optional<int64_t> lastSampleMs;
 
     // Engine thread only.
-    std::optional<Registration> reg;
     std::optional<ActiveUnit> active;
     std::unique_ptr<Backend> backend;
     ModelConfig backendModel;
@@ -46,9 +40,6 @@ struct Engine::Impl : EngineShared {
     std::thread uploadThread;
 
     // --- registration (registration.cpp) ---
-    void loadRegistration();
-    bool doRegister();
-    void dropRegistration(const std::string& why);
 
     // --- recovery after a restart (recovery.cpp) ---
     void recover();

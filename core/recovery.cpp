@@ -14,6 +14,7 @@ void Engine::Impl::recover() {
     fs::create_directories(files.resultsDir(), ec);
     fs::create_directories(files.workDir(), ec);
     fs::create_directories(files.cacheDir(), ec);
+    const std::optional<net::PublicKey> coordinatorKey = registrar.coordinatorKey();
     std::set<int64_t> haveResult;
     // Finished results.
     std::vector<fs::path> infos;
@@ -58,7 +59,7 @@ void Engine::Impl::recover() {
         std::optional<net::Manifest> m;
         if (manifestText) {
             auto parsed = net::Manifest::fromJson(*manifestText);
-            if (parsed && reg && parsed->verify(reg->coordinatorKey))
+            if (parsed && coordinatorKey && parsed->verify(*coordinatorKey))
                 m = *parsed;
         }
         if (!m || haveResult.count(m->workUnitId) || active) {

@@ -1,13 +1,15 @@
 // Registration with the coordinator, kept in registration.json (0600).
-#include "engine_impl.hpp"
+#include "registration.hpp"
+
+#include "unit_files.hpp"
 
 namespace tandem::core {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-void Engine::Impl::loadRegistration() {
-    auto j = readJson(files.registrationFile());
+void Registrar::load() {
+    auto j = readJson(m_shared.files.registrationFile());
     if (!j)
         return;
     try {
@@ -19,35 +21,35 @@ void Engine::Impl::loadRegistration() {
         if (!k)
             return;
         r.coordinatorKey = *k;
-        if (r.coordinatorUrl != cfg.coordinatorUrl) {
-            log(EventLevel::Info, "the registration is for " + r.coordinatorUrl +
-                                      "; registering with " + cfg.coordinatorUrl);
+        if (r.coordinatorUrl != m_shared.cfg.coordinatorUrl) {
+            m_shared.log(EventLevel::Info, "the registration is for " + r.coordinatorUrl +
+                                               "; registering with " + m_shared.cfg.coordinatorUrl);
             return;
         }
-        reg = r;
-        deps.api->setToken(r.token);
-        deps.api->setCoordinatorKey(r.coordinatorKey);
-        std::lock_guard lock(mu);
-        snap.registered = true;
+        m_shared.deps.api->setToken(r.token);
+        m_shared.deps.api->setCoordinatorKey(r.coordinatorKey);
+        keep(r);
     } catch (const std::exception&) {
-        log(EventLevel::Warning, "registration.json is unreadable; registering again");
+        m_shared.log(EventLevel::Warning, "registration.json is unreadable; registering again");
     }
 }
 
-bool Engine::Impl::doRegister() {
-    setState(EngineState::Fetching, "registering", "register with " + cfg.coordinatorUrl);
+bool Registrar::registerNow() {
+    m_shared.setState(EngineState::Fetching, "registering",
+                      "register with " + m_shared.cfg.coordinatorUrl);
     net::RegisterRequest req;
-    req.name = cfg.clientName.empty() ? "tandem-worker" : cfg.clientName.substr(0, 100);
-    req.publicKey = key.publicKey();
-    req.hardware = cfg.hardwareSummary.substr(0, 2000);
-    auto res = deps.api->registerClient(req);
-    checkCrash();
+    req.name =
+        m_shared.cfg.clientName.empty() ? "tandem-worker" : m_shared.cfg.clientName.substr(0, 100);
+    req.publicKey = m_shared.key.publicKey();
+    req.hardware = m_shared.cfg.hardwareSummary.substr(0, 2000);
+    auto res = m_shared.deps.api->registerClient(req);
+    m_shared.checkCrash();
     if (!res) {
-        backoff.fail("registration failed", res.error());
+        m_backoff.fail("registration failed", res.error());
         return false;
     }
     Registration r;
-    r.coordinatorUrl = cfg.coordinatorUrl;
+    r.coordinatorUrl = m_shared.cfg.coordinatorUrl;
     r.clientId = res->clientId;
     r.token = res->token;
     r.coordinatorKey = res->coordinatorPublicKey;
@@ -55,30 +57,40 @@ bool Engine::Impl::doRegister() {
               {"client_id", r.clientId},
               {"token", r.token},
               {"coordinator_public_key", net::toBase64(r.coordinatorKey)}};
-    if (auto st = writePrivateFileAtomically(files.registrationFile(), j.dump(2)); !st) {
-        backoff.failLocal(st.error().message);
+    if (auto st = writePrivateFileAtomically(m_shared.files.registrationFile(), j.dump(2)); !st) {
+        m_backoff.failLocal(st.error().message);
         return false;
     }
-    reg = r;
-    deps.api->setToken(r.token);
-    backoff.succeeded();
-    {
-        std::lock_guard lock(mu);
-        snap.registered = true;
-    }
-    log(EventLevel::Info, "registered with " + cfg.coordinatorUrl + " as client " +
-                              std::to_string(r.clientId) + "; coordinator key " +
-                              net::toBase64(r.coordinatorKey) + " pinned");
+    m_shared.deps.api->setToken(r.token);
+    m_backoff.succeeded();
+    keep(r);
+    m_shared.log(EventLevel::Info, "registered with " + m_shared.cfg.coordinatorUrl +
+                                       " as client " + std::to_string(r.clientId) +
+                                       "; coordinator key " + net::toBase64(r.coordinatorKey) +
+                                       " pinned");
     return true;
 }
 
-void Engine::Impl::dropRegistration(const std::string& why) {
-    log(EventLevel::Warning, why + "; registering again");
-    reg.reset();
+void Registrar::drop(const std::string& why) {
+    m_shared.log(EventLevel::Warning, why + "; registering again");
     std::error_code ec;
-    fs::remove(files.registrationFile(), ec);
-    std::lock_guard lock(mu);
-    snap.registered = false;
+    fs::remove(m_shared.files.registrationFile(), ec);
+    std::lock_guard lock(m_shared.mu);
+    m_registration.reset();
+    m_shared.snap.registered = false;
+}
+
+void Registrar::keep(const Registration& registration) {
+    std::lock_guard lock(m_shared.mu);
+    m_registration = registration;
+    m_shared.snap.registered = true;
+}
+
+std::optional<net::PublicKey> Registrar::coordinatorKey() const {
+    std::lock_guard lock(m_shared.mu);
+    if (!m_registration)
+        return std::nullopt;
+    return m_registration->coordinatorKey;
 }
 
 }  // namespace tandem::core

@@ -123,7 +123,7 @@ void Engine::Impl::uploadMain() {
         retryAtMs = 0;
         const net::Receipt& r = res->receipt;
         std::string problem;
-        if (!reg || !r.verify(reg->coordinatorKey))
+        if (const auto pinned = registrar.coordinatorKey(); !pinned || !r.verify(*pinned))
             problem = "the receipt is not signed by the coordinator key pinned at registration";
         else if (r.workUnitId != p.workUnitId)
             problem = "the receipt is for work unit " + wuKey(r.workUnitId);

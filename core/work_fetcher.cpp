@@ -23,7 +23,7 @@ void Engine::Impl::fetch() {
     checkCrash();
     if (!res) {
         if (res.error().httpStatus == 401) {
-            dropRegistration("the coordinator does not know our token");
+            registrar.drop("the coordinator does not know our token");
             return;
         }
         backoff.fail("asking for work failed", res.error());
@@ -38,7 +38,7 @@ void Engine::Impl::fetch() {
     const net::Manifest& m = *res->manifest;
     recordTransfer(Direction::Down, "manifest", static_cast<int64_t>(res->manifestJson.size()),
                    startMs, true, m.workUnitId, {});
-    if (!m.verify(reg->coordinatorKey)) {
+    if (!m.verify(registrar.coordinatorKey().value())) {
         backoff.failLocal("the manifest of work unit " + wuKey(m.workUnitId) +
                           " is not signed by the coordinator key pinned at registration; refused");
         return;
