@@ -87,7 +87,7 @@ void Engine::Impl::engineMain() {
                 size_t pending;
                 {
                     std::lock_guard lock(mu);
-                    pending = queue.size();
+                    pending = uploads.sizeLocked();
                 }
                 if (pending == 0) {
                     log(EventLevel::Info,
@@ -106,7 +106,7 @@ void Engine::Impl::engineMain() {
                 size_t pending;
                 {
                     std::lock_guard lock(mu);
-                    pending = queue.size();
+                    pending = uploads.sizeLocked();
                 }
                 if (pending >= (cfg.overlapUploads ? 2u : 1u)) {
                     setState(EngineState::Uploading, "uploading results",
@@ -125,22 +125,10 @@ void Engine::Impl::engineMain() {
         }
     } catch (const CrashStop&) {
     }
-    {
-        std::lock_guard lock(mu);
-        uploadStop = true;
-        ++generation;
-    }
-    cv.notify_all();
-    if (uploadThread.joinable())
-        uploadThread.join();
+    uploads.stop();
     if (!crashed.load())
         setState(EngineState::Stopped, "Stopped");
-    {
-        std::lock_guard lock(mu);
-        threadEnded = true;
-        ++generation;
-    }
-    cv.notify_all();
+    command([this] { threadEnded = true; });
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(EngineConfig config, Dependencies deps) {
@@ -184,7 +172,7 @@ void Engine::start() {
     Impl& i = *m_impl;
     if (i.engineThread.joinable())
         return;
-    i.uploadThread = std::thread([&i] { i.uploadMain(); });
+    i.uploads.start([&i](const PendingResult& result) { return i.uploader.run(result); });
     i.engineThread = std::thread([&i] { i.engineMain(); });
 }
 
@@ -251,7 +239,7 @@ void Engine::crashForTesting() {
 EngineSnapshot Engine::snapshot() const {
     std::lock_guard lock(m_impl->mu);
     EngineSnapshot s = m_impl->snap;
-    s.pendingUploads = static_cast<int>(m_impl->queue.size());
+    s.pendingUploads = static_cast<int>(m_impl->uploads.sizeLocked());
     s.finishThenPause = m_impl->finishFlag;
     s.snoozedUntilMs = m_impl->snoozeUntil;
     return s;

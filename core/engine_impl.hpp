@@ -7,6 +7,7 @@
 #include "engine_shared.hpp"
 #include "random.hpp"
 #include "registration.hpp"
+#include "result_uploader.hpp"
 #include "rule_gate.hpp"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@ struct Engine::Impl : EngineShared {
     RuleGate ruleGate{*this};
     EngineBackoff backoff{*this};
     Registrar registrar{*this, backoff};
+    ResultUploader uploader{*this, ruleGate, registrar};
 
     // Device samples are spaced by the clock across work units (units are often shorter than
     // the interval); set when training first starts. Engine thread only.
@@ -37,7 +39,6 @@ struct Engine::Impl : EngineShared {
     double measuredTokensPerSecond = 0;
 
     std::thread engineThread;
-    std::thread uploadThread;
 
     // --- registration (registration.cpp) ---
 
@@ -64,11 +65,6 @@ struct Engine::Impl : EngineShared {
 
     // --- the engine thread (engine.cpp) ---
     void engineMain();
-
-    // --- the upload thread (result_uploader.cpp) ---
-    void uploadMain();
-    void settle(const PendingResult& p, WorkUnitState state, const std::string& detail,
-                const UploadOutcome* outcome);
 };
 
 }  // namespace tandem::core

@@ -3,6 +3,7 @@
 
 #include "engine_impl.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -38,7 +39,8 @@ EngineShared::EngineShared(EngineConfig config, Engine::Dependencies dependencie
           uint64_t s = 0;
           std::memcpy(&s, b.data(), 8);
           return s;
-      }()) {
+      }()),
+      uploads(mu, cv, [this] { return now(); }, std::clamp<int64_t>(cfg.pollIntervalMs, 1, 1000)) {
     snap.device = cfg.deviceDescription.empty() ? cfg.device : cfg.deviceDescription;
 }
 
@@ -101,7 +103,7 @@ void EngineShared::refreshTotals() {
     std::lock_guard lock(mu);
     if (t)
         snap.totals = *t;
-    snap.pendingUploads = static_cast<int>(queue.size());
+    snap.pendingUploads = static_cast<int>(uploads.sizeLocked());
     snap.workUnitsThisSession = trainedThisSession;
 }
 

@@ -1,6 +1,6 @@
 // What the parts of the engine share: its configuration and injected dependencies, and the one
 // mutex that guards everything both of its threads touch (the commands, the rules, the snapshot,
-// the results waiting for upload). Also the small helpers every part uses: the clock, the log,
+// the upload queue). Also the small helpers every part uses: the clock, the log,
 // state changes, waiting for a command or the clock, and the ledger rows of a work unit.
 // Internal to core/.
 #pragma once
@@ -8,11 +8,11 @@
 #include "engine.hpp"
 #include "random.hpp"
 #include "unit_files.hpp"
+#include "upload_queue.hpp"
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -47,8 +47,8 @@ struct EngineShared {
     EngineSnapshot snap;
     int trainedThisSession = 0;
     Rng jitter{1};  // both threads draw from it: jitterUnit()
-    std::deque<PendingResult> queue;
-    bool uploadStop = false;
+
+    UploadQueue uploads;  // results waiting for their receipt, under mu
 
     std::atomic<bool> crashed{false};
 

@@ -45,8 +45,7 @@ void Engine::Impl::recover() {
         // the stored receipt comes back) rather than ask, since the coordinator would answer
         // "abandon: already accepted" and the receipt would be lost.
         p->stillWantedChecked = true;
-        std::lock_guard lock(mu);
-        queue.push_back(*p);
+        uploads.push(*p);
     }
     // The unit in training.
     std::vector<fs::path> dirs;

@@ -89,7 +89,7 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
     active.reset();
     {
         std::lock_guard lock(mu);
-        queue.push_back(p);
+        uploads.pushLocked(p);
         snap.current.reset();
         ++trainedThisSession;
         if (finishFlag) {
