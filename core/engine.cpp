@@ -114,11 +114,11 @@ void Engine::Impl::engineMain() {
                     waitOnce();
                     continue;
                 }
-                fetch();
+                active = fetcher.fetch(measuredTokensPerSecond);
                 continue;
             }
             if (!active->downloaded) {
-                download();
+                fetcher.download(*active);
                 continue;
             }
             train();

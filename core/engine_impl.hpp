@@ -9,6 +9,7 @@
 #include "registration.hpp"
 #include "result_uploader.hpp"
 #include "rule_gate.hpp"
+#include "work_fetcher.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,7 @@ struct Engine::Impl : EngineShared {
     EngineBackoff backoff{*this};
     Registrar registrar{*this, backoff};
     ResultUploader uploader{*this, ruleGate, registrar};
+    WorkFetcher fetcher{*this, ruleGate, backoff, registrar};
 
     // Device samples are spaced by the clock across work units (units are often shorter than
     // the interval); set when training first starts. Engine thread only.
@@ -44,10 +46,6 @@ struct Engine::Impl : EngineShared {
 
     // --- recovery after a restart (recovery.cpp) ---
     void recover();
-
-    // --- fetching and downloading (work_fetcher.cpp) ---
-    void fetch();
-    bool download();
 
     // --- training (unit_runner.cpp) ---
     Status checkpoint(uint64_t samplerState);
