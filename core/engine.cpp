@@ -73,7 +73,7 @@ Status writePrivateFileAtomically(const fs::path& path, std::string_view bytes) 
 }
 
 void Engine::Impl::engineMain() {
-    const std::function<void()> releaseWhileHeld = [this] { releaseBackend(); };
+    const std::function<void()> releaseWhileHeld = [this] { runner.releaseBackend(); };
     try {
         recover();
         for (;;) {
@@ -114,14 +114,17 @@ void Engine::Impl::engineMain() {
                     waitOnce();
                     continue;
                 }
-                active = fetcher.fetch(measuredTokensPerSecond);
+                active = fetcher.fetch(runner.tokensPerSecond());
                 continue;
             }
             if (!active->downloaded) {
                 fetcher.download(*active);
                 continue;
             }
-            train();
+            const TrainOutcome outcome = runner.train(*active);
+            if (outcome == TrainOutcome::Finished || outcome == TrainOutcome::Failed ||
+                outcome == TrainOutcome::Abandoned)
+                active.reset();
         }
     } catch (const CrashStop&) {
     }

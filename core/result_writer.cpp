@@ -1,30 +1,26 @@
 // Writing the result of a trained unit: results/<id>.result + .json, the moments kept.
-#include "engine_impl.hpp"
+#include "result_writer.hpp"
 
 #include "file_io.hpp"
+#include "result_format.hpp"
 
 #include <cstdio>
-#include "result_format.hpp"
 
 namespace tandem::core {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
-TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
-    ActiveUnit& a = *active;
+Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vector<float>& start) {
     const net::Manifest& m = a.manifest;
     const std::string id = wuKey(m.workUnitId);
     std::vector<uint16_t> payload(start.size());
-    auto enc = backend->encodePseudoGradient(start, payload);
+    auto enc = backend.encodePseudoGradient(start, payload);
     if (!enc) {
-        failUnit("the pseudo-gradient is not finite (" + enc.error().message + ")");
-        return TrainOutcome::Failed;
+        return makeError("the pseudo-gradient is not finite (" + enc.error().message + ")");
     }
     if (enc->nonFinite > 0) {
-        failUnit("the pseudo-gradient has " + std::to_string(enc->nonFinite) +
-                 " NaN or Inf values");
-        return TrainOutcome::Failed;
+        return makeError("the pseudo-gradient has " + std::to_string(enc->nonFinite) +
+                         " NaN or Inf values");
     }
     net::ResultHeader h;
     h.workUnitId = m.workUnitId;
@@ -38,68 +34,65 @@ TrainOutcome Engine::Impl::finishUnit(const std::vector<float>& start) {
     const std::vector<uint8_t> body = net::buildResult(h, payload);
     auto header = net::parseResultHeader(body);
     if (!header) {
-        failUnit(header.error().message);
-        return TrainOutcome::Failed;
+        return makeError(header.error().message);
     }
     PendingResult p;
     p.workUnitId = m.workUnitId;
     p.uploadUrl = m.uploadUrl;
-    p.file = files.resultFile(m.workUnitId);
-    p.infoFile = files.resultInfoFile(m.workUnitId);
+    p.file = m_shared.files.resultFile(m.workUnitId);
+    p.infoFile = m_shared.files.resultInfoFile(m.workUnitId);
     p.bytes = static_cast<int64_t>(body.size());
     p.digest = net::resultDigest(*header);
     p.steps = header->steps;
     p.lossLast = header->lossLast;
-    p.signature = key.sign(p.digest);
-    checkCrash();
+    p.signature = m_shared.key.sign(p.digest);
+    m_shared.checkCrash();
     if (auto st = writeFileAtomically(p.file, body); !st) {
-        failUnit("cannot write the result: " + st.error().message);
-        return TrainOutcome::Failed;
+        return makeError("cannot write the result: " + st.error().message);
     }
-    hook("result");
-    checkCrash();
+    m_shared.hook("result");
+    m_shared.checkCrash();
     const ResultInfo info{m.workUnitId, m.uploadUrl, m.runId, m.baseVersion};
     if (auto st = writeResultInfo(p.infoFile, info); !st) {
-        failUnit("cannot write the result: " + st.error().message);
-        return TrainOutcome::Failed;
+        return makeError("cannot write the result: " + st.error().message);
     }
-    checkCrash();
-    (void)ledger.updateWorkUnitProgress(id, a.tokens, a.step, a.computeSeconds, a.lossFirst,
-                                        a.lossLast, now());
-    transition(m.workUnitId, WorkUnitState::Trained);
+    m_shared.checkCrash();
+    (void)m_shared.ledger.updateWorkUnitProgress(id, a.tokens, a.step, a.computeSeconds,
+                                                 a.lossFirst, a.lossLast, m_shared.now());
+    m_shared.transition(m.workUnitId, WorkUnitState::Trained);
     // Moments for the next unit of this run.
     Checkpoint ck;
     ck.config = m.model;
     ck.parameters.resize(start.size());
-    if (backend->storeParameters(ck.parameters)) {
-        if (auto opt = backend->storeOptimizerState()) {
+    if (backend.storeParameters(ck.parameters)) {
+        if (auto opt = backend.storeOptimizerState()) {
             ck.optimizer = std::move(*opt);
-            if (auto st = saveMoments(files, m, cfg.device, ck); !st)
-                log(EventLevel::Warning, "cannot keep the AdamW moments: " + st.error().message);
+            if (auto st = saveMoments(m_shared.files, m, m_shared.cfg.device, ck); !st)
+                m_shared.log(EventLevel::Warning,
+                             "cannot keep the AdamW moments: " + st.error().message);
         }
     }
-    checkCrash();
+    m_shared.checkCrash();
     std::error_code ec;
     fs::remove_all(a.dir, ec);
     char lossText[64];
     std::snprintf(lossText, sizeof lossText, "loss %.3f -> %.3f", h.lossFirst, h.lossLast);
-    log(EventLevel::Info, "work unit " + id + " trained: " + std::to_string(a.step) + " steps, " +
-                              std::to_string(a.tokens) + " tokens, " + lossText + "; result " +
-                              std::to_string(p.bytes) + " bytes");
-    active.reset();
+    m_shared.log(EventLevel::Info, "work unit " + id + " trained: " + std::to_string(a.step) +
+                                       " steps, " + std::to_string(a.tokens) + " tokens, " +
+                                       lossText + "; result " + std::to_string(p.bytes) + " bytes");
     {
-        std::lock_guard lock(mu);
-        uploads.pushLocked(p);
-        snap.current.reset();
-        ++trainedThisSession;
-        if (finishFlag) {
-            finishFlag = false;
-            pauseRequested = true;
+        std::lock_guard lock(m_shared.mu);
+        m_shared.uploads.pushLocked(p);
+        m_shared.snap.current.reset();
+        ++m_shared.trainedThisSession;
+        if (m_shared.finishFlag) {
+            m_shared.finishFlag = false;
+            m_shared.pauseRequested = true;
         }
     }
-    notifyAll();
-    refreshTotals();
-    return TrainOutcome::Finished;
+    m_shared.notifyAll();
+    m_shared.refreshTotals();
+    return {};
 }
 
 }  // namespace tandem::core
