@@ -1,5 +1,6 @@
 #include "engine.hpp"
 #include "engine_impl.hpp"
+#include "recovery.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -75,7 +76,7 @@ Status writePrivateFileAtomically(const fs::path& path, std::string_view bytes) 
 void Engine::Impl::engineMain() {
     const std::function<void()> releaseWhileHeld = [this] { runner.releaseBackend(); };
     try {
-        recover();
+        active = recoverDataDir(*this, registrar.coordinatorKey());
         for (;;) {
             checkCrash();
             // With a unit in hand, "finish then pause" waits for it to be trained.

@@ -38,9 +38,6 @@ struct Engine::Impl : EngineShared {
 
     // --- registration (registration.cpp) ---
 
-    // --- recovery after a restart (recovery.cpp) ---
-    void recover();
-
     // --- the engine thread (engine.cpp) ---
     void engineMain();
 };

@@ -1,5 +1,5 @@
 // Recovery after a restart: results on disk, the unit in work/, ledger rows without files.
-#include "engine_impl.hpp"
+#include "recovery.hpp"
 
 #include <algorithm>
 #include <set>
@@ -7,30 +7,28 @@
 namespace tandem::core {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
-void Engine::Impl::recover() {
+namespace {
+
+// Finished results back into the upload queue; returns the units that have one.
+std::set<int64_t> requeueResults(EngineShared& shared) {
     std::error_code ec;
-    fs::create_directories(files.resultsDir(), ec);
-    fs::create_directories(files.workDir(), ec);
-    fs::create_directories(files.cacheDir(), ec);
-    const std::optional<net::PublicKey> coordinatorKey = registrar.coordinatorKey();
     std::set<int64_t> haveResult;
-    // Finished results.
     std::vector<fs::path> infos;
-    for (const auto& e : fs::directory_iterator(files.resultsDir(), ec))
+    for (const auto& e : fs::directory_iterator(shared.files.resultsDir(), ec))
         if (e.path().extension() == ".json")
             infos.push_back(e.path());
     std::sort(infos.begin(), infos.end());
     for (const auto& info : infos) {
-        auto p = loadPendingResult(files, info, key);
+        auto p = loadPendingResult(shared.files, info, shared.key);
         if (!p) {
-            log(EventLevel::Error, "dropping a result that cannot be sent: " + p.error().message);
+            shared.log(EventLevel::Error,
+                       "dropping a result that cannot be sent: " + p.error().message);
             fs::remove(info, ec);
             continue;
         }
         haveResult.insert(p->workUnitId);
-        auto row = ledger.workUnit(wuKey(p->workUnitId));
+        auto row = shared.ledger.workUnit(wuKey(p->workUnitId));
         if (row && *row &&
             ((*row)->state == WorkUnitState::Accepted ||
              (*row)->state == WorkUnitState::Rejected)) {
@@ -38,18 +36,26 @@ void Engine::Impl::recover() {
             continue;
         }
         if (row && *row && (*row)->state != WorkUnitState::Trained)
-            transition(p->workUnitId, WorkUnitState::Trained, "restart: upload again");
-        log(EventLevel::Info,
-            "work unit " + wuKey(p->workUnitId) + ": result on disk, waiting for its receipt");
+            shared.transition(p->workUnitId, WorkUnitState::Trained, "restart: upload again");
+        shared.log(EventLevel::Info, "work unit " + wuKey(p->workUnitId) +
+                                         ": result on disk, waiting for its receipt");
         // It may have reached the coordinator before the restart: upload again (idempotent,
         // the stored receipt comes back) rather than ask, since the coordinator would answer
         // "abandon: already accepted" and the receipt would be lost.
         p->stillWantedChecked = true;
-        uploads.push(*p);
+        shared.uploads.push(*p);
     }
-    // The unit in training.
+    return haveResult;
+}
+
+// The unit that was in training, when its files can resume it; other units there are dropped.
+std::optional<ActiveUnit> resumableUnit(EngineShared& shared,
+                                        const std::optional<net::PublicKey>& coordinatorKey,
+                                        const std::set<int64_t>& haveResult) {
+    std::error_code ec;
+    std::optional<ActiveUnit> active;
     std::vector<fs::path> dirs;
-    for (const auto& e : fs::directory_iterator(files.workDir(), ec))
+    for (const auto& e : fs::directory_iterator(shared.files.workDir(), ec))
         if (e.is_directory())
             dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
@@ -63,8 +69,8 @@ void Engine::Impl::recover() {
         }
         if (!m || haveResult.count(m->workUnitId) || active) {
             if (m && !haveResult.count(m->workUnitId)) {
-                transition(m->workUnitId, WorkUnitState::Abandoned,
-                           "restart: another unit was in progress");
+                shared.transition(m->workUnitId, WorkUnitState::Abandoned,
+                                  "restart: another unit was in progress");
             }
             fs::remove_all(d, ec);
             continue;
@@ -77,15 +83,21 @@ void Engine::Impl::recover() {
         if (!a.checkpointFile.empty() && !fs::exists(d / a.checkpointFile, ec))
             a.restart();
         // Make sure the ledger has the unit (a crash may have come before its row).
-        auto row = ledger.workUnit(wuKey(m->workUnitId));
+        auto row = shared.ledger.workUnit(wuKey(m->workUnitId));
         if (row && !*row)
-            recordNewUnit(*m);
-        log(EventLevel::Info, "work unit " + wuKey(m->workUnitId) + ": resuming at step " +
-                                  std::to_string(a.step) + " of " + std::to_string(m->innerSteps));
+            shared.recordNewUnit(*m);
+        shared.log(EventLevel::Info, "work unit " + wuKey(m->workUnitId) + ": resuming at step " +
+                                         std::to_string(a.step) + " of " +
+                                         std::to_string(m->innerSteps));
         active = a;
     }
-    // Rows the files cannot back any more.
-    if (auto rows = ledger.workUnits(100000)) {
+    return active;
+}
+
+// Rows the files cannot back any more.
+void closeRowsWithoutFiles(EngineShared& shared, const std::optional<ActiveUnit>& active,
+                           const std::set<int64_t>& haveResult) {
+    if (auto rows = shared.ledger.workUnits(100000)) {
         for (const auto& r : *rows) {
             const auto s = r.unit.state;
             const bool open = s == WorkUnitState::Assigned || s == WorkUnitState::Downloading ||
@@ -99,12 +111,26 @@ void Engine::Impl::recover() {
                 continue;
             }
             if (open && !(active && active->manifest.workUnitId == id))
-                transition(id, WorkUnitState::Abandoned, "restart: its files were gone");
+                shared.transition(id, WorkUnitState::Abandoned, "restart: its files were gone");
             if (pendingState && !haveResult.count(id))
-                transition(id, WorkUnitState::Failed, "restart: its result file was gone");
+                shared.transition(id, WorkUnitState::Failed, "restart: its result file was gone");
         }
     }
-    refreshTotals();
+}
+
+}  // namespace
+
+std::optional<ActiveUnit> recoverDataDir(EngineShared& shared,
+                                         const std::optional<net::PublicKey>& coordinatorKey) {
+    std::error_code ec;
+    fs::create_directories(shared.files.resultsDir(), ec);
+    fs::create_directories(shared.files.workDir(), ec);
+    fs::create_directories(shared.files.cacheDir(), ec);
+    const std::set<int64_t> haveResult = requeueResults(shared);
+    std::optional<ActiveUnit> active = resumableUnit(shared, coordinatorKey, haveResult);
+    closeRowsWithoutFiles(shared, active, haveResult);
+    shared.refreshTotals();
+    return active;
 }
 
 }  // namespace tandem::core
