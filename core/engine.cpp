@@ -1,20 +1,30 @@
+// The Engine's public API and the engine thread's main loop, which decides what runs next:
+// the gate (pause, snooze, rules), the backoff's wait, registering, fetching, downloading,
+// training. The parts are in engine_shared, rule_gate, engine_backoff, registration, recovery,
+// work_fetcher, unit_runner, result_writer, upload_queue and result_uploader (see README.md).
 #include "engine.hpp"
-#include "engine_impl.hpp"
+
+#include "engine_backoff.hpp"
+#include "engine_shared.hpp"
 #include "recovery.hpp"
+#include "registration.hpp"
+#include "result_uploader.hpp"
+#include "result_writer.hpp"
+#include "rule_gate.hpp"
+#include "unit_runner.hpp"
+#include "work_fetcher.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 namespace tandem::core {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 const char* toString(EngineState state) {
     switch (state) {
@@ -41,6 +51,9 @@ const char* toString(EngineState state) {
     }
     return "?";
 }
+
+// The engine's copy of the private-file writer (kernels/file_io.hpp has the other); one writer
+// in base/ replaces both (issue 13).
 Status writePrivateFileAtomically(const fs::path& path, std::string_view bytes) {
     const std::string tmp = path.string() + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -73,30 +86,49 @@ Status writePrivateFileAtomically(const fs::path& path, std::string_view bytes) 
     return {};
 }
 
+// The engine's parts, wired together over the shared state; the engine thread runs
+// engineMain(), the upload queue its own thread.
+struct Engine::Impl {
+    Impl(EngineConfig config, Dependencies deps, Ledger& ledger, net::SigningKey key)
+        : shared(std::move(config), std::move(deps), ledger, std::move(key)) {}
+
+    EngineShared shared;
+    RuleGate gate{shared};
+    EngineBackoff backoff{shared};
+    Registrar registrar{shared, backoff};
+    ResultUploader uploader{shared, gate, registrar};
+    WorkFetcher fetcher{shared, gate, backoff, registrar};
+    ResultWriter writer{shared};
+    UnitRunner runner{shared, gate, backoff, writer};
+    std::optional<ActiveUnit> active;  // engine thread
+    std::thread engineThread;
+
+    void engineMain();
+};
+
 void Engine::Impl::engineMain() {
     const std::function<void()> releaseWhileHeld = [this] { runner.releaseBackend(); };
     try {
-        active = recoverDataDir(*this, registrar.coordinatorKey());
+        active = recoverDataDir(shared, registrar.coordinatorKey());
         for (;;) {
-            checkCrash();
+            shared.checkCrash();
             // With a unit in hand, "finish then pause" waits for it to be trained.
-            if (!ruleGate.waitUntilClear(active.has_value(), 0, releaseWhileHeld, true))
+            if (!gate.waitUntilClear(active.has_value(), 0, releaseWhileHeld, true))
                 break;
             if (backoff.waitIfEarly())
                 continue;
-            if (cfg.maxWorkUnits > 0 && trainedThisSession >= cfg.maxWorkUnits && !active) {
-                size_t pending;
-                {
-                    std::lock_guard lock(mu);
-                    pending = uploads.sizeLocked();
-                }
+            if (shared.cfg.maxWorkUnits > 0 &&
+                shared.trainedThisSession >= shared.cfg.maxWorkUnits && !active) {
+                const size_t pending = shared.pendingUploads();
                 if (pending == 0) {
-                    log(EventLevel::Info,
-                        "finished " + std::to_string(trainedThisSession) + " work units; stopping");
+                    shared.log(EventLevel::Info, "finished " +
+                                                     std::to_string(shared.trainedThisSession) +
+                                                     " work units; stopping");
                     break;
                 }
-                setState(EngineState::Uploading, "uploading results", "stop after the uploads");
-                waitOnce();
+                shared.setState(EngineState::Uploading, "uploading results",
+                                "stop after the uploads");
+                shared.waitOnce();
                 continue;
             }
             if (!registrar.registered()) {
@@ -104,15 +136,11 @@ void Engine::Impl::engineMain() {
                 continue;
             }
             if (!active) {
-                size_t pending;
-                {
-                    std::lock_guard lock(mu);
-                    pending = uploads.sizeLocked();
-                }
-                if (pending >= (cfg.overlapUploads ? 2u : 1u)) {
-                    setState(EngineState::Uploading, "uploading results",
-                             "next work unit after the upload");
-                    waitOnce();
+                const size_t pending = shared.pendingUploads();
+                if (pending >= (shared.cfg.overlapUploads ? 2u : 1u)) {
+                    shared.setState(EngineState::Uploading, "uploading results",
+                                    "next work unit after the upload");
+                    shared.waitOnce();
                     continue;
                 }
                 active = fetcher.fetch(runner.tokensPerSecond());
@@ -129,10 +157,10 @@ void Engine::Impl::engineMain() {
         }
     } catch (const CrashStop&) {
     }
-    uploads.stop();
-    if (!crashed.load())
-        setState(EngineState::Stopped, "Stopped");
-    command([this] { threadEnded = true; });
+    shared.uploads.stop();
+    if (!shared.crashed.load())
+        shared.setState(EngineState::Stopped, "Stopped");
+    shared.command([this] { shared.threadEnded = true; });
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(EngineConfig config, Dependencies deps) {
@@ -159,9 +187,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(EngineConfig config, Dependenci
     e->m_publicKey = key->publicKey();
     e->m_impl =
         std::make_unique<Impl>(std::move(config), std::move(deps), *e->m_ledger, std::move(*key));
-    Impl& i = *e->m_impl;
-    i.registrar.load();
-    i.refreshTotals();
+    e->m_impl->registrar.load();
+    e->m_impl->shared.refreshTotals();
     return e;
 }
 
@@ -176,18 +203,18 @@ void Engine::start() {
     Impl& i = *m_impl;
     if (i.engineThread.joinable())
         return;
-    i.uploads.start([&i](const PendingResult& result) { return i.uploader.run(result); });
+    i.shared.uploads.start([&i](const PendingResult& result) { return i.uploader.run(result); });
     i.engineThread = std::thread([&i] { i.engineMain(); });
 }
 
 // Each command changes the shared state under the one mutex and wakes both threads.
 void Engine::pause() {
-    EngineShared& s = *m_impl;
+    EngineShared& s = m_impl->shared;
     s.command([&] { s.pauseRequested = true; });
 }
 
 void Engine::resume() {
-    EngineShared& s = *m_impl;
+    EngineShared& s = m_impl->shared;
     s.command([&] {
         s.pauseRequested = false;
         s.snoozeUntil.reset();
@@ -195,7 +222,7 @@ void Engine::resume() {
 }
 
 void Engine::snooze(int64_t untilMs) {
-    EngineShared& s = *m_impl;
+    EngineShared& s = m_impl->shared;
     s.command([&] {
         s.snoozeUntil = untilMs;
         s.pauseRequested = false;
@@ -203,7 +230,7 @@ void Engine::snooze(int64_t untilMs) {
 }
 
 void Engine::setFinishThenPause(bool on) {
-    EngineShared& s = *m_impl;
+    EngineShared& s = m_impl->shared;
     s.command([&] {
         s.finishFlag = on;
         s.snap.finishThenPause = on;
@@ -211,16 +238,16 @@ void Engine::setFinishThenPause(bool on) {
 }
 
 void Engine::quit() {
-    EngineShared& s = *m_impl;
+    EngineShared& s = m_impl->shared;
     s.command([&] { s.quitRequested = true; });
 }
 
 void Engine::wake() {
-    m_impl->notifyAll();
+    m_impl->shared.notifyAll();
 }
 
 void Engine::setRules(const RulesConfig& rules) {
-    EngineShared& s = *m_impl;
+    EngineShared& s = m_impl->shared;
     s.command([&] { s.rules = rules; });
 }
 
@@ -231,27 +258,25 @@ void Engine::wait() {
 }
 
 bool Engine::finished() const {
-    std::lock_guard lock(m_impl->mu);
-    return m_impl->threadEnded;
+    const EngineShared& s = m_impl->shared;
+    std::lock_guard lock(s.mu);
+    return s.threadEnded;
 }
 
 void Engine::crashForTesting() {
-    m_impl->crashed.store(true);
-    m_impl->notifyAll();
+    m_impl->shared.crashed.store(true);
+    m_impl->shared.notifyAll();
 }
 
 EngineSnapshot Engine::snapshot() const {
-    std::lock_guard lock(m_impl->mu);
-    EngineSnapshot s = m_impl->snap;
-    s.pendingUploads = static_cast<int>(m_impl->uploads.sizeLocked());
-    s.finishThenPause = m_impl->finishFlag;
-    s.snoozedUntilMs = m_impl->snoozeUntil;
+    const EngineShared& shared = m_impl->shared;
+    std::lock_guard lock(shared.mu);
+    EngineSnapshot s = shared.snap;
+    s.pendingUploads = static_cast<int>(shared.uploads.sizeLocked());
+    s.finishThenPause = shared.finishFlag;
+    s.snoozedUntilMs = shared.snoozeUntil;
     return s;
 }
-
-}  // namespace tandem::core
-
-namespace tandem::core {
 
 std::string formatSnapshot(const EngineSnapshot& s, int64_t nowMs, const TimeZone& zone) {
     std::string out = "state: " + s.stateText + "\n";

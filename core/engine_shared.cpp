@@ -1,30 +1,11 @@
 // The helpers every part of the engine uses: the log, state changes, waits, ledger rows.
 #include "engine_shared.hpp"
 
-#include "engine_impl.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
 namespace tandem::core {
-
-namespace fs = std::filesystem;
-using json = nlohmann::json;
-
-void EngineShared::log(EventLevel level, const std::string& message) {
-    if (crashed.load())
-        return;
-    if (level >= EventLevel::Info)
-        (void)ledger.recordEvent(now(), level, message);
-    if (level >= EventLevel::Warning) {
-        std::lock_guard lock(mu);
-        if (level == EventLevel::Error)
-            snap.lastError = message;
-    }
-    if (deps.observer)
-        deps.observer->logLine(level, message);
-}
 
 EngineShared::EngineShared(EngineConfig config, Engine::Dependencies dependencies,
                            Ledger& ledgerRef, net::SigningKey signingKey)
@@ -42,6 +23,20 @@ EngineShared::EngineShared(EngineConfig config, Engine::Dependencies dependencie
       }()),
       uploads(mu, cv, [this] { return now(); }, std::clamp<int64_t>(cfg.pollIntervalMs, 1, 1000)) {
     snap.device = cfg.deviceDescription.empty() ? cfg.device : cfg.deviceDescription;
+}
+
+void EngineShared::log(EventLevel level, const std::string& message) {
+    if (crashed.load())
+        return;
+    if (level >= EventLevel::Info)
+        (void)ledger.recordEvent(now(), level, message);
+    if (level >= EventLevel::Warning) {
+        std::lock_guard lock(mu);
+        if (level == EventLevel::Error)
+            snap.lastError = message;
+    }
+    if (deps.observer)
+        deps.observer->logLine(level, message);
 }
 
 void EngineShared::command(const std::function<void()>& change) {

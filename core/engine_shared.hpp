@@ -1,7 +1,7 @@
 // What the parts of the engine share: its configuration and injected dependencies, and the one
 // mutex that guards everything both of its threads touch (the commands, the rules, the snapshot,
-// the upload queue). Also the small helpers every part uses: the clock, the log,
-// state changes, waiting for a command or the clock, and the ledger rows of a work unit.
+// the upload queue). Also the small helpers every part uses: the clock, the log, state changes,
+// waiting for a command or the clock, and the ledger rows of a work unit.
 // Internal to core/.
 #pragma once
 
@@ -80,6 +80,11 @@ struct EngineShared {
     // A uniform number in [0, 1) for the jitter of a backoff.
     double jitterUnit();
 
+    // Results waiting for their receipt.
+    size_t pendingUploads() const {
+        std::lock_guard lock(mu);
+        return uploads.sizeLocked();
+    }
     // The ledger's totals and the session's counts into the snapshot.
     void refreshTotals();
     void recordTransfer(Direction direction, const std::string& purpose, int64_t bytes,
