@@ -1,9 +1,6 @@
 // The upload of a finished result, its receipt and settling the unit.
 #include "result_uploader.hpp"
 
-#include <algorithm>
-#include <chrono>
-
 namespace tandem::core {
 
 UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {

@@ -3,6 +3,8 @@
 
 #include "platform_probe.hpp"
 
+#include <algorithm>
+
 namespace tandem::core {
 
 namespace fs = std::filesystem;
