@@ -779,6 +779,48 @@ class TestEngine : public QObject {
         QVERIFY(h.recorder.logged("resuming at step 2"));
         QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
     }
+
+    // A checkpoint that cannot be read back starts the unit over from its start weights, the
+    // same unit (its manifest kept): the result equals that of an uninterrupted run.
+    void unusableCheckpointStartsOver() {
+        FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
+        QTemporaryDir dir;
+        const fs::path data = fs::path(dir.path().toStdString()) / "data";
+        {
+            Harness h(api, data);
+            QVERIFY(h.make().ok());
+            Engine* e = h.engine.get();
+            h.recorder.onProgress = [&](const std::string&, int64_t step) {
+                if (step == 2)
+                    e->quit();
+            };
+            h.engine->start();
+            h.engine->wait();
+            QVERIFY(fs::exists(data / "work" / "1" / "ckpt-2.ckpt"));
+        }
+        fs::resize_file(data / "work" / "1" / "ckpt-2.ckpt", 10);  // truncated
+        {
+            Harness h(api, data);
+            h.cfg.maxWorkUnits = 1;
+            QVERIFY(h.make().ok());
+            h.engine->start();
+            QVERIFY(h.waitState(EngineState::Stopped));
+            QVERIFY(h.recorder.logged("work unit 1: checkpoint unusable"));
+            auto u = unit(*h.engine, "1");
+            QVERIFY(u);
+            QCOMPARE(u->state, WorkUnitState::Accepted);
+            QCOMPARE(u->steps, int64_t{8});
+            QVERIFY(!unit(*h.engine, "0"));
+        }
+        FakeCoordinator ref("L=1,NH=2,C=16,T=16", 8);
+        Harness r(ref);
+        r.cfg.maxWorkUnits = 1;
+        QVERIFY(r.make().ok());
+        r.engine->start();
+        QVERIFY(r.waitState(EngineState::Stopped));
+        QCOMPARE(api.accepted.count(1), size_t{1});
+        QVERIFY(api.accepted[1] == ref.accepted[1]);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestEngine)

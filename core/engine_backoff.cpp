@@ -1,0 +1,53 @@
+// The engine's backoff after errors: capped exponential with jitter; Retry-After wins.
+#include "engine_backoff.hpp"
+
+#include <algorithm>
+
+namespace tandem::core {
+
+int64_t backoffDelayMs(const EngineConfig& config, int attempt, double u,
+                       std::optional<int64_t> retryAfterMs) {
+    if (retryAfterMs)
+        return std::clamp<int64_t>(*retryAfterMs, 0, config.maxRetryAfterMs);
+    double b = static_cast<double>(config.backoffInitialMs);
+    for (int i = 1; i < attempt && b < static_cast<double>(config.backoffMaxMs); ++i)
+        b *= 2;
+    b = std::min(b, static_cast<double>(config.backoffMaxMs));
+    const double jitter = std::clamp(config.backoffJitter, 0.0, 1.0);
+    return static_cast<int64_t>(b - b * jitter * std::clamp(u, 0.0, 1.0));
+}
+
+void EngineBackoff::fail(const std::string& what, const ApiFailure& failure) {
+    ++m_attempt;
+    const double u = m_shared.jitterUnit();
+    const int64_t delay = backoffDelayMs(m_shared.cfg, m_attempt, u, failure.retryAfterMs);
+    m_notBeforeMs = m_shared.now() + delay;
+    m_state = EngineState::Backoff;
+    m_reason = what + ": " + failure.message;
+    m_shared.log(EventLevel::Warning,
+                 m_reason + " (retry in " + std::to_string(delay / 1000) + " s)");
+}
+
+void EngineBackoff::failLocal(const std::string& message) {
+    ApiFailure f;
+    f.message = message;
+    fail("error", f);
+}
+
+void EngineBackoff::idleUntil(int64_t atMs, std::string reason) {
+    m_attempt = 0;
+    m_notBeforeMs = atMs;
+    m_state = EngineState::Idle;
+    m_reason = std::move(reason);
+}
+
+bool EngineBackoff::waitIfEarly() {
+    if (m_shared.now() >= m_notBeforeMs)
+        return false;
+    m_shared.setState(m_state, m_reason, "try again at " + m_shared.describe(m_notBeforeMs),
+                      m_notBeforeMs);
+    m_shared.waitOnce(m_notBeforeMs);
+    return true;
+}
+
+}  // namespace tandem::core

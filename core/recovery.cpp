@@ -1,0 +1,136 @@
+// Recovery after a restart: results on disk, the unit in work/, ledger rows without files.
+#include "recovery.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace tandem::core {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Finished results back into the upload queue; returns the units that have one.
+std::set<int64_t> requeueResults(EngineShared& shared) {
+    std::error_code ec;
+    std::set<int64_t> haveResult;
+    std::vector<fs::path> infos;
+    for (const auto& e : fs::directory_iterator(shared.files.resultsDir(), ec))
+        if (e.path().extension() == ".json")
+            infos.push_back(e.path());
+    std::sort(infos.begin(), infos.end());
+    for (const auto& info : infos) {
+        auto p = loadPendingResult(shared.files, info, shared.key);
+        if (!p) {
+            shared.log(EventLevel::Error,
+                       "dropping a result that cannot be sent: " + p.error().message);
+            fs::remove(info, ec);
+            continue;
+        }
+        haveResult.insert(p->workUnitId);
+        auto row = shared.ledger.workUnit(wuKey(p->workUnitId));
+        if (row && *row &&
+            ((*row)->state == WorkUnitState::Accepted ||
+             (*row)->state == WorkUnitState::Rejected)) {
+            removePendingResult(*p);  // settled before the crash; only the files were left
+            continue;
+        }
+        if (row && *row && (*row)->state != WorkUnitState::Trained)
+            shared.transition(p->workUnitId, WorkUnitState::Trained, "restart: upload again");
+        shared.log(EventLevel::Info, "work unit " + wuKey(p->workUnitId) +
+                                         ": result on disk, waiting for its receipt");
+        // It may have reached the coordinator before the restart: upload again (idempotent,
+        // the stored receipt comes back) rather than ask, since the coordinator would answer
+        // "abandon: already accepted" and the receipt would be lost.
+        p->stillWantedChecked = true;
+        shared.uploads.push(*p);
+    }
+    return haveResult;
+}
+
+// The unit that was in training, when its files can resume it; other units there are dropped.
+std::optional<ActiveUnit> resumableUnit(EngineShared& shared,
+                                        const std::optional<net::PublicKey>& coordinatorKey,
+                                        const std::set<int64_t>& haveResult) {
+    std::error_code ec;
+    std::optional<ActiveUnit> active;
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(shared.files.workDir(), ec))
+        if (e.is_directory())
+            dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& d : dirs) {
+        const auto manifestText = readText(DataDir::manifestFile(d));
+        std::optional<net::Manifest> m;
+        if (manifestText) {
+            auto parsed = net::Manifest::fromJson(*manifestText);
+            if (parsed && coordinatorKey && parsed->verify(*coordinatorKey))
+                m = *parsed;
+        }
+        if (!m || haveResult.count(m->workUnitId) || active) {
+            if (m && !haveResult.count(m->workUnitId)) {
+                shared.transition(m->workUnitId, WorkUnitState::Abandoned,
+                                  "restart: another unit was in progress");
+            }
+            fs::remove_all(d, ec);
+            continue;
+        }
+        ActiveUnit a;
+        a.manifest = *m;
+        a.dir = d;
+        if (auto progress = readProgress(DataDir::progressFile(d)))
+            static_cast<UnitProgress&>(a) = *progress;
+        if (!a.checkpointFile.empty() && !fs::exists(d / a.checkpointFile, ec))
+            a.restart();
+        // Make sure the ledger has the unit (a crash may have come before its row).
+        auto row = shared.ledger.workUnit(wuKey(m->workUnitId));
+        if (row && !*row)
+            shared.recordNewUnit(*m);
+        shared.log(EventLevel::Info, "work unit " + wuKey(m->workUnitId) + ": resuming at step " +
+                                         std::to_string(a.step) + " of " +
+                                         std::to_string(m->innerSteps));
+        active = a;
+    }
+    return active;
+}
+
+// Rows the files cannot back any more.
+void closeRowsWithoutFiles(EngineShared& shared, const std::optional<ActiveUnit>& active,
+                           const std::set<int64_t>& haveResult) {
+    if (auto rows = shared.ledger.workUnits(100000)) {
+        for (const auto& r : *rows) {
+            const auto s = r.unit.state;
+            const bool open = s == WorkUnitState::Assigned || s == WorkUnitState::Downloading ||
+                              s == WorkUnitState::Training;
+            const bool pendingState = s == WorkUnitState::Trained ||
+                                      s == WorkUnitState::Uploading || s == WorkUnitState::Uploaded;
+            int64_t id = 0;
+            try {
+                id = std::stoll(r.unit.id);
+            } catch (...) {
+                continue;
+            }
+            if (open && !(active && active->manifest.workUnitId == id))
+                shared.transition(id, WorkUnitState::Abandoned, "restart: its files were gone");
+            if (pendingState && !haveResult.count(id))
+                shared.transition(id, WorkUnitState::Failed, "restart: its result file was gone");
+        }
+    }
+}
+
+}  // namespace
+
+std::optional<ActiveUnit> recoverDataDir(EngineShared& shared,
+                                         const std::optional<net::PublicKey>& coordinatorKey) {
+    std::error_code ec;
+    fs::create_directories(shared.files.resultsDir(), ec);
+    fs::create_directories(shared.files.workDir(), ec);
+    fs::create_directories(shared.files.cacheDir(), ec);
+    const std::set<int64_t> haveResult = requeueResults(shared);
+    std::optional<ActiveUnit> active = resumableUnit(shared, coordinatorKey, haveResult);
+    closeRowsWithoutFiles(shared, active, haveResult);
+    shared.refreshTotals();
+    return active;
+}
+
+}  // namespace tandem::core

@@ -1,0 +1,28 @@
+// The end of a trained unit: its pseudo-gradient (start weights - trained weights, fp16) into
+// results/<id>.result with its header, results/<id>.json beside it, the ledger's Trained, the
+// AdamW moments kept for the next unit of the run, and the result queued for upload.
+// Internal to core/.
+#pragma once
+
+#include "backend.hpp"
+#include "engine_shared.hpp"
+#include "unit_files.hpp"
+
+#include <vector>
+
+namespace tandem::core {
+
+class ResultWriter {
+  public:
+    explicit ResultWriter(EngineShared& shared) : m_shared(shared) {}
+
+    // Engine thread. backend holds the trained weights and moments; start the weights the unit
+    // started from (P). On success the unit's directory is gone and the result is queued; an
+    // error says why the unit failed (the caller fails it; nothing is sent).
+    Status write(const ActiveUnit& unit, Backend& backend, const std::vector<float>& start);
+
+  private:
+    EngineShared& m_shared;
+};
+
+}  // namespace tandem::core

@@ -1,0 +1,195 @@
+// The files of the engine's data directory: paths, and reading and writing their formats.
+#include "unit_files.hpp"
+
+#include "file_io.hpp"
+#include "result_format.hpp"
+
+#include <fstream>
+
+namespace tandem::core {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string wuKey(int64_t id) {
+    return std::to_string(id);
+}
+
+Status writeTextAtomically(const fs::path& path, const std::string& text) {
+    return writeFileAtomically(
+        path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+Expected<std::string> readText(const fs::path& path) {
+    auto bytes = readFile(path);
+    if (!bytes)
+        return bytes.error();
+    return std::string(bytes->begin(), bytes->end());
+}
+
+Expected<json> readJson(const fs::path& path) {
+    auto text = readText(path);
+    if (!text)
+        return text.error();
+    auto j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return makeError(path.string() + " is not a JSON object");
+    return j;
+}
+
+bool fileHasDigest(const fs::path& path, const net::Sha256Digest& digest) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+        return false;
+    std::ifstream in(path, std::ios::binary);
+    net::Sha256 h;
+    std::vector<uint8_t> buf(1 << 16);
+    while (in) {
+        in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+        const auto n = in.gcount();
+        if (n > 0)
+            h.update(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)));
+    }
+    return h.finish() == digest;
+}
+
+Status writeProgress(const fs::path& path, const UnitProgress& p) {
+    json j = {{"step", p.step},
+              {"sampler", std::to_string(p.samplerState)},
+              {"loss_sum", p.lossSum},
+              {"tokens", p.tokens},
+              {"compute_seconds", p.computeSeconds},
+              {"checkpoint", p.checkpointFile}};
+    if (p.lossFirst)
+        j["loss_first"] = *p.lossFirst;
+    if (p.lossLast)
+        j["loss_last"] = *p.lossLast;
+    return writeTextAtomically(path, j.dump());
+}
+
+Expected<UnitProgress> readProgress(const fs::path& path) {
+    auto j = readJson(path);
+    if (!j)
+        return j.error();
+    UnitProgress p;
+    try {
+        p.step = j->at("step").get<int64_t>();
+        p.samplerState = std::stoull(j->at("sampler").get<std::string>());
+        if (j->contains("loss_first"))
+            p.lossFirst = (*j)["loss_first"].get<float>();
+        if (j->contains("loss_last"))
+            p.lossLast = (*j)["loss_last"].get<float>();
+        p.lossSum = j->at("loss_sum").get<double>();
+        p.tokens = j->at("tokens").get<int64_t>();
+        p.computeSeconds = j->at("compute_seconds").get<double>();
+        p.checkpointFile = j->at("checkpoint").get<std::string>();
+    } catch (const std::exception& e) {
+        return makeError(path.string() + ": " + e.what());
+    }
+    return p;
+}
+
+CurrentWorkUnit currentInfo(const ActiveUnit& unit) {
+    CurrentWorkUnit c;
+    const auto& m = unit.manifest;
+    c.id = wuKey(m.workUnitId);
+    c.runId = m.runId;
+    c.baseVersion = m.baseVersion;
+    c.model = m.model.describe();
+    c.step = unit.step;
+    c.innerSteps = m.innerSteps;
+    c.tokens = unit.tokens;
+    c.lossFirst = unit.lossFirst;
+    c.lossLast = unit.lossLast;
+    return c;
+}
+
+Status writeResultInfo(const fs::path& path, const ResultInfo& info) {
+    json j = {{"work_unit_id", info.workUnitId},
+              {"upload_url", info.uploadUrl},
+              {"run_id", info.runId},
+              {"base_version", info.baseVersion}};
+    return writeTextAtomically(path, j.dump());
+}
+
+Expected<ResultInfo> readResultInfo(const fs::path& path) {
+    auto j = readJson(path);
+    if (!j)
+        return j.error();
+    ResultInfo info;
+    try {
+        info.workUnitId = j->at("work_unit_id").get<int64_t>();
+        info.uploadUrl = j->at("upload_url").get<std::string>();
+        // Not needed to upload: read when present.
+        if (auto it = j->find("run_id"); it != j->end() && it->is_number_integer())
+            info.runId = it->get<int64_t>();
+        if (auto it = j->find("base_version"); it != j->end() && it->is_number_integer())
+            info.baseVersion = it->get<int64_t>();
+    } catch (const std::exception& e) {
+        return makeError(path.string() + ": " + e.what());
+    }
+    return info;
+}
+
+Expected<PendingResult> loadPendingResult(const DataDir& files, const fs::path& infoFile,
+                                          const net::SigningKey& key) {
+    auto info = readResultInfo(infoFile);
+    if (!info)
+        return info.error();
+    PendingResult p;
+    p.workUnitId = info->workUnitId;
+    p.uploadUrl = info->uploadUrl;
+    p.infoFile = infoFile;
+    p.file = files.resultFile(p.workUnitId);
+    auto bytes = readFile(p.file);
+    if (!bytes)
+        return bytes.error();
+    auto header = net::parseResultHeader(*bytes);
+    if (!header)
+        return makeError(p.file.string() + ": " + header.error().message);
+    if (net::sha256(std::span<const uint8_t>(*bytes).subspan(net::kResultHeaderBytes)) !=
+            header->payloadSha256 ||
+        static_cast<int64_t>(bytes->size()) != header->totalBytes())
+        return makeError(p.file.string() + " is damaged (payload digest or size)");
+    p.bytes = static_cast<int64_t>(bytes->size());
+    p.digest = net::resultDigest(*header);
+    p.steps = header->steps;
+    p.lossLast = header->lossLast;
+    p.signature = key.sign(p.digest);
+    return p;
+}
+
+void removePendingResult(const PendingResult& result) {
+    std::error_code ec;
+    fs::remove(result.file, ec);
+    fs::remove(result.infoFile, ec);
+}
+
+Status saveMoments(const DataDir& files, const net::Manifest& m, const std::string& device,
+                   const Checkpoint& checkpoint) {
+    if (auto st = saveCheckpoint(files.optimizerFile(), checkpoint); !st)
+        return st;
+    json j = {{"run_id", m.runId}, {"device", device}, {"model", m.model.describe()}};
+    return writeTextAtomically(files.optimizerInfoFile(), j.dump());
+}
+
+std::optional<OptimizerState> carriedMoments(const DataDir& files, const net::Manifest& m,
+                                             const std::string& device) {
+    auto j = readJson(files.optimizerInfoFile());
+    if (!j)
+        return std::nullopt;
+    try {
+        if (j->at("run_id").get<int64_t>() != m.runId ||
+            j->at("device").get<std::string>() != device ||
+            j->at("model").get<std::string>() != m.model.describe())
+            return std::nullopt;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    auto ck = loadCheckpoint(files.optimizerFile(), m.model);
+    if (!ck || !ck->optimizer)
+        return std::nullopt;
+    return ck->optimizer;
+}
+
+}  // namespace tandem::core

@@ -1,0 +1,146 @@
+// The engine's data directory: where each file lives (DataDir; the whole layout is in
+// engine.hpp) and the formats of the files of a work unit: work/<id>/progress.json,
+// results/<id>.result + <id>.json and the AdamW moments kept across units (optimizer.ckpt/json).
+// Readers return an error naming the file for a missing, truncated or damaged one; they never
+// throw. Internal to core/.
+#pragma once
+
+#include "checkpoint.hpp"
+#include "crypto.hpp"
+#include "engine.hpp"
+#include "expected.hpp"
+#include "protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace tandem::core {
+
+// A work unit's id as the ledger and the file names spell it.
+std::string wuKey(int64_t id);
+
+class DataDir {
+  public:
+    explicit DataDir(std::filesystem::path root) : m_root(std::move(root)) {}
+
+    const std::filesystem::path& root() const { return m_root; }
+    std::filesystem::path registrationFile() const { return m_root / "registration.json"; }
+    std::filesystem::path resultsDir() const { return m_root / "results"; }
+    std::filesystem::path resultFile(int64_t workUnitId) const {
+        return resultsDir() / (wuKey(workUnitId) + ".result");
+    }
+    std::filesystem::path resultInfoFile(int64_t workUnitId) const {
+        return resultsDir() / (wuKey(workUnitId) + ".json");
+    }
+    std::filesystem::path workDir() const { return m_root / "work"; }
+    std::filesystem::path unitDir(int64_t workUnitId) const {
+        return workDir() / wuKey(workUnitId);
+    }
+    std::filesystem::path cacheDir() const { return m_root / "cache"; }
+    std::filesystem::path weightsFile(const net::Manifest& m) const {
+        return cacheDir() / (net::toHex(m.weightsSha256) + ".weights");
+    }
+    std::filesystem::path dataFile(const net::Manifest& m) const {
+        return cacheDir() / (net::toHex(m.dataSha256) + ".data");
+    }
+    std::filesystem::path optimizerFile() const { return m_root / "optimizer.ckpt"; }
+    std::filesystem::path optimizerInfoFile() const { return m_root / "optimizer.json"; }
+
+    // Within a unit's directory.
+    static std::filesystem::path manifestFile(const std::filesystem::path& unitDir) {
+        return unitDir / "manifest.json";
+    }
+    static std::filesystem::path progressFile(const std::filesystem::path& unitDir) {
+        return unitDir / "progress.json";
+    }
+    static std::string checkpointName(int64_t step) {
+        return "ckpt-" + std::to_string(step) + ".ckpt";
+    }
+    static bool isCheckpointName(const std::string& fileName) {
+        return fileName.rfind("ckpt-", 0) == 0;
+    }
+
+  private:
+    std::filesystem::path m_root;
+};
+
+Status writeTextAtomically(const std::filesystem::path& path, const std::string& text);
+Expected<std::string> readText(const std::filesystem::path& path);
+// The file's JSON object; an error when it is missing or is not one (truncated, damaged).
+Expected<nlohmann::json> readJson(const std::filesystem::path& path);
+bool fileHasDigest(const std::filesystem::path& path, const net::Sha256Digest& digest);
+
+// work/<id>/progress.json: how far a unit has trained, and the checkpoint that holds its weights
+// and moments at that step.
+struct UnitProgress {
+    int64_t step = 0;
+    uint64_t samplerState = 0;
+    std::optional<float> lossFirst, lossLast;
+    double lossSum = 0;
+    int64_t tokens = 0;
+    double computeSeconds = 0;
+    std::string checkpointFile;  // within the unit's directory; empty: from the start weights
+
+    bool operator==(const UnitProgress&) const = default;
+};
+Status writeProgress(const std::filesystem::path& path, const UnitProgress& progress);
+Expected<UnitProgress> readProgress(const std::filesystem::path& path);
+
+// The unit in training: its signed manifest, its directory and its progress.
+struct ActiveUnit : UnitProgress {
+    net::Manifest manifest;
+    std::filesystem::path dir;
+    bool downloaded = false;
+
+    // Starts the unit over from its start weights.
+    void restart() { static_cast<UnitProgress&>(*this) = UnitProgress{}; }
+};
+
+// The unit as the snapshot shows it.
+CurrentWorkUnit currentInfo(const ActiveUnit& unit);
+
+// results/<id>.json, beside the result file: where the result goes.
+struct ResultInfo {
+    int64_t workUnitId = 0;
+    std::string uploadUrl;
+    int64_t runId = 0;
+    int64_t baseVersion = 0;
+
+    bool operator==(const ResultInfo&) const = default;
+};
+Status writeResultInfo(const std::filesystem::path& path, const ResultInfo& info);
+Expected<ResultInfo> readResultInfo(const std::filesystem::path& path);
+
+// A finished result on disk, waiting for its receipt.
+struct PendingResult {
+    int64_t workUnitId = 0;
+    std::string uploadUrl;
+    std::filesystem::path file;
+    std::filesystem::path infoFile;
+    int64_t bytes = 0;
+    net::Sha256Digest digest{};
+    net::Signature signature{};
+    int64_t steps = 0;
+    float lossLast = 0;
+    bool stillWantedChecked = false;  // asked the coordinator before the first upload
+};
+
+// Reads results/<id>.json and its result file, checks the file (header, payload digest, size)
+// and signs its digest with key.
+Expected<PendingResult> loadPendingResult(const DataDir& files,
+                                          const std::filesystem::path& infoFile,
+                                          const net::SigningKey& key);
+void removePendingResult(const PendingResult& result);
+
+// The AdamW moments at the end of a unit, for the next unit of the same run, model and device.
+Status saveMoments(const DataDir& files, const net::Manifest& m, const std::string& device,
+                   const Checkpoint& checkpoint);
+// The kept moments when they belong to m's run and model and to this device.
+std::optional<OptimizerState> carriedMoments(const DataDir& files, const net::Manifest& m,
+                                             const std::string& device);
+
+}  // namespace tandem::core

@@ -1,0 +1,309 @@
+// Training one work unit: backend, step loop, heartbeats, checkpoints.
+#include "unit_runner.hpp"
+
+#include "corpus.hpp"
+#include "file_io.hpp"
+
+#include <chrono>
+#include <cmath>
+
+namespace tandem::core {
+
+namespace fs = std::filesystem;
+
+Status UnitRunner::checkpoint(ActiveUnit& a, uint64_t samplerState) {
+    if (m_shared.crashed.load())
+        return {};
+    const ModelConfig& model = a.manifest.model;
+    Checkpoint ck;
+    ck.config = model;
+    ck.parameters.resize(static_cast<size_t>(model.parameterCount()));
+    if (auto st = m_backend->storeParameters(ck.parameters); !st)
+        return st;
+    auto opt = m_backend->storeOptimizerState();
+    if (!opt)
+        return opt.error();
+    ck.optimizer = std::move(*opt);
+    const std::string name = DataDir::checkpointName(a.step);
+    if (auto st = saveCheckpoint(a.dir / name, ck); !st)
+        return st;
+    m_shared.hook("checkpoint");
+    m_shared.checkCrash();
+    UnitProgress progress = a;
+    progress.samplerState = samplerState;
+    progress.checkpointFile = name;
+    if (auto st = writeProgress(DataDir::progressFile(a.dir), progress); !st)
+        return st;
+    m_shared.checkCrash();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(a.dir, ec)) {
+        const std::string f = e.path().filename().string();
+        if (DataDir::isCheckpointName(f) && f != name)
+            fs::remove(e.path(), ec);
+    }
+    a.samplerState = samplerState;
+    a.checkpointFile = name;
+    (void)m_shared.ledger.updateWorkUnitProgress(wuKey(a.manifest.workUnitId), a.tokens, a.step,
+                                                 a.computeSeconds, a.lossFirst, a.lossLast,
+                                                 m_shared.now());
+    return {};
+}
+
+void UnitRunner::failUnit(const ActiveUnit& unit, const std::string& why) {
+    const int64_t id = unit.manifest.workUnitId;
+    m_shared.log(EventLevel::Error,
+                 "work unit " + wuKey(id) + " failed: " + why + "; nothing was sent");
+    m_shared.transition(id, WorkUnitState::Failed, why);
+    std::error_code ec;
+    fs::remove_all(unit.dir, ec);
+    std::lock_guard lock(m_shared.mu);
+    m_shared.snap.current.reset();
+}
+
+void UnitRunner::abandonUnit(const ActiveUnit& unit, const std::string& why) {
+    const int64_t id = unit.manifest.workUnitId;
+    m_shared.log(EventLevel::Info, "work unit " + wuKey(id) + " abandoned: " + why);
+    m_shared.transition(id, WorkUnitState::Abandoned, why);
+    std::error_code ec;
+    fs::remove_all(unit.dir, ec);
+    std::lock_guard lock(m_shared.mu);
+    m_shared.snap.current.reset();
+}
+
+void UnitRunner::releaseBackend() {
+    m_backend.reset();
+    m_backendB = 0;
+}
+
+Status UnitRunner::ensureBackend(const ModelConfig& model, int B, int T) {
+    if (!m_backend) {
+        auto b = m_shared.deps.backends(m_shared.cfg.device);
+        if (!b)
+            return b.error();
+        m_backend = std::move(*b);
+        m_backendB = 0;
+    }
+    if (m_backendB == B && m_backendT == T && m_backendModel == model)
+        return {};
+    if (auto st = m_backend->canRun(model, B, T); !st)
+        return st;
+    if (auto st = m_backend->allocate(model, B, T); !st)
+        return st;
+    m_backendModel = model;
+    m_backendB = B;
+    m_backendT = T;
+    return {};
+}
+
+TrainOutcome UnitRunner::train(ActiveUnit& a) {
+    const net::Manifest& m = a.manifest;
+    const int B = m.batch, T = m.seqLen;
+    const std::string id = wuKey(m.workUnitId);
+    if (auto st = ensureBackend(m.model, B, T); !st) {
+        failUnit(a, "the model does not fit on " + m_shared.cfg.device + ": " + st.error().message);
+        return TrainOutcome::Failed;
+    }
+    auto start = loadCheckpoint(m_shared.files.weightsFile(m), m.model);
+    if (!start) {
+        std::error_code ec;
+        fs::remove(m_shared.files.weightsFile(m), ec);
+        a.downloaded = false;
+        m_backoff.failLocal("the downloaded weights are unusable: " + start.error().message);
+        return TrainOutcome::Retry;
+    }
+    auto data = readFile(m_shared.files.dataFile(m));
+    if (!data || static_cast<int64_t>(data->size()) <= T) {
+        a.downloaded = false;
+        m_backoff.failLocal("the downloaded data is unusable");
+        return TrainOutcome::Retry;
+    }
+    BatchSampler sampler(*data, m.seed);
+    const size_t P = start->parameters.size();
+    if (!a.checkpointFile.empty()) {
+        auto ck = loadCheckpoint(a.dir / a.checkpointFile, m.model);
+        if (!ck || !ck->optimizer) {
+            m_shared.log(EventLevel::Warning,
+                         "work unit " + id + ": checkpoint unusable (" +
+                             (ck ? std::string("no moments") : ck.error().message) +
+                             "); starting it again");
+            a.restart();
+        } else {
+            if (auto st = m_backend->loadParameters(ck->parameters); !st) {
+                failUnit(a, st.error().message);
+                return TrainOutcome::Failed;
+            }
+            if (auto st = m_backend->loadOptimizerState(*ck->optimizer); !st) {
+                failUnit(a, st.error().message);
+                return TrainOutcome::Failed;
+            }
+            sampler.setState(a.samplerState);
+        }
+    }
+    if (a.checkpointFile.empty()) {
+        if (auto st = m_backend->loadParameters(start->parameters); !st) {
+            failUnit(a, st.error().message);
+            return TrainOutcome::Failed;
+        }
+        auto carried = carriedMoments(m_shared.files, m, m_shared.cfg.device);
+        OptimizerState opt;
+        if (carried) {
+            opt = std::move(*carried);
+            m_shared.log(EventLevel::Debug, "work unit " + id + ": AdamW moments carried over");
+        } else {
+            opt.m.assign(P, 0.0f);
+            opt.v.assign(P, 0.0f);
+        }
+        if (auto st = m_backend->loadOptimizerState(opt); !st) {
+            failUnit(a, st.error().message);
+            return TrainOutcome::Failed;
+        }
+        a.step = 0;
+        a.tokens = 0;
+        a.lossSum = 0;
+        a.lossFirst.reset();
+        a.lossLast.reset();
+        a.computeSeconds = 0;
+    }
+    m_shared.transition(m.workUnitId, WorkUnitState::Training);
+    m_shared.setState(EngineState::Training, "training",
+                      "upload work unit " + id + " after step " + std::to_string(m.innerSteps));
+    std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+    int64_t lastCheckpointMs = m_shared.now();
+    int64_t lastHeartbeatMs = INT64_MIN;
+    if (!m_lastSampleMs)
+        m_lastSampleMs = m_shared.now();
+    int64_t stepsSinceCheckpoint = 0;
+    double stepSecondsAvg = 0;
+    bool checkpointed = !a.checkpointFile.empty() && a.step > 0;
+    int64_t savedStep = a.checkpointFile.empty() ? -1 : a.step;  // on disk as a checkpoint
+    bool released = false;
+    auto holdCheckpoint = [&] {
+        if (!checkpointed && a.step > 0) {
+            if (auto st = checkpoint(a, sampler.state()); !st) {
+                m_shared.log(EventLevel::Warning, "checkpoint failed: " + st.error().message);
+            } else {
+                savedStep = a.step;
+                m_shared.log(EventLevel::Info,
+                             "work unit " + id + ": checkpoint at step " + std::to_string(a.step));
+            }
+        }
+        checkpointed = true;
+        // train() starts over from the checkpoint, or from the start weights before the
+        // first step; the backend is kept if the checkpoint could not be written.
+        if (savedStep == a.step || (a.step == 0 && a.checkpointFile.empty())) {
+            releaseBackend();
+            released = true;
+        }
+    };
+    bool firstStep = true;
+    while (a.step < m.innerSteps) {
+        if (!m_gate.waitUntilClear(true, 0, holdCheckpoint, firstStep)) {
+            holdCheckpoint();
+            return TrainOutcome::Interrupted;
+        }
+        if (released)
+            return TrainOutcome::Interrupted;  // back from a hold: train() starts over
+        m_shared.setState(EngineState::Training, "training",
+                          "upload work unit " + id + " after step " + std::to_string(m.innerSteps));
+        firstStep = false;
+        // Heartbeat (and the coordinator's word on whether to go on).
+        const int64_t hbEveryMs = std::max<int64_t>(1000, m.heartbeatSeconds * 1000LL / 2);
+        if (lastHeartbeatMs == INT64_MIN || m_shared.now() >= lastHeartbeatMs + hbEveryMs) {
+            lastHeartbeatMs = m_shared.now();
+            net::ProgressReport report;
+            report.step = a.step;
+            report.loss = a.lossLast.value_or(0.0f);
+            report.tokensPerSecond = m_tokensPerSecond;
+            auto reply = m_shared.deps.api->reportProgress(m.workUnitId, report);
+            m_shared.checkCrash();
+            if (reply && reply->action == "abandon") {
+                abandonUnit(a,
+                            reply->reason.empty() ? "the coordinator abandoned it" : reply->reason);
+                return TrainOutcome::Abandoned;
+            }
+            if (!reply)
+                m_shared.log(EventLevel::Warning, "heartbeat failed: " + reply.error().message);
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        sampler.next(B, T, inputs, targets);
+        auto loss = m_backend->forward(inputs, targets, B, T);
+        if (!loss) {
+            failUnit(a, "forward: " + loss.error().message);
+            return TrainOutcome::Failed;
+        }
+        if (!std::isfinite(*loss)) {
+            failUnit(a, "the training loss became " + std::to_string(*loss) + " at step " +
+                            std::to_string(a.step));
+            return TrainOutcome::Failed;
+        }
+        if (auto st = m_backend->backward(); !st) {
+            failUnit(a, "backward: " + st.error().message);
+            return TrainOutcome::Failed;
+        }
+        auto stats = m_backend->adamwStep(m_shared.cfg.adamw, m.learningRate(a.step));
+        if (!stats) {
+            failUnit(a, "AdamW: " + stats.error().message);
+            return TrainOutcome::Failed;
+        }
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        m_shared.checkCrash();
+        ++a.step;
+        ++stepsSinceCheckpoint;
+        checkpointed = false;
+        a.tokens += int64_t{B} * T;
+        a.computeSeconds += seconds;
+        if (!a.lossFirst)
+            a.lossFirst = *loss;
+        a.lossLast = *loss;
+        a.lossSum += *loss;
+        stepSecondsAvg = stepSecondsAvg == 0 ? seconds : 0.8 * stepSecondsAvg + 0.2 * seconds;
+        if (stepSecondsAvg > 0)
+            m_tokensPerSecond = static_cast<double>(B) * T / stepSecondsAvg;
+        {
+            std::lock_guard lock(m_shared.mu);
+            m_shared.snap.current = currentInfo(a);
+            m_shared.snap.current->etaMs =
+                static_cast<int64_t>(stepSecondsAvg * 1000.0 * (m.innerSteps - a.step));
+            m_shared.snap.tokensPerSecond = m_tokensPerSecond;
+            m_shared.snap.stepLoss = *loss;
+        }
+        if (m_shared.deps.observer)
+            m_shared.deps.observer->progress(id, a.step, m.innerSteps, *loss);
+        m_shared.checkCrash();
+        if (a.step < m.innerSteps &&
+            ((m_shared.cfg.checkpointEverySteps > 0 &&
+              stepsSinceCheckpoint >= m_shared.cfg.checkpointEverySteps) ||
+             m_shared.now() >= lastCheckpointMs + m_shared.cfg.checkpointIntervalMs)) {
+            if (auto st = checkpoint(a, sampler.state()); !st)
+                m_shared.log(EventLevel::Warning, "checkpoint failed: " + st.error().message);
+            else
+                savedStep = a.step;
+            checkpointed = true;
+            lastCheckpointMs = m_shared.now();
+            stepsSinceCheckpoint = 0;
+        }
+        if (m_shared.now() >= *m_lastSampleMs + m_shared.cfg.sampleIntervalMs)
+            recordSample();
+    }
+    if (auto st = m_writer.write(a, *m_backend, start->parameters); !st) {
+        failUnit(a, st.error().message);
+        return TrainOutcome::Failed;
+    }
+    return TrainOutcome::Finished;
+}
+
+void UnitRunner::recordSample() {
+    m_lastSampleMs = m_shared.now();
+    DeviceSample s;
+    s.atMs = m_shared.now();
+    s.device = m_shared.cfg.device;
+    s.tokensPerSecond = m_tokensPerSecond;
+    if (m_shared.deps.probe)
+        s.temperatureC = m_shared.deps.probe().temperatureC;
+    (void)m_shared.ledger.recordSample(s);
+    if (m_shared.deps.observer)
+        m_shared.deps.observer->sample(s);
+}
+
+}  // namespace tandem::core

@@ -1,0 +1,64 @@
+// Training one work unit: the backend for the unit's model and shape (kept across units, given
+// back while the engine is held), the start weights or the unit's checkpoint, the step loop with
+// its heartbeats (the coordinator may abandon the unit), checkpoints by the clock or every N
+// steps and at every hold, device samples, and the result through the ResultWriter.
+// Internal to core/.
+#pragma once
+
+#include "backend.hpp"
+#include "engine_backoff.hpp"
+#include "engine_shared.hpp"
+#include "result_writer.hpp"
+#include "rule_gate.hpp"
+#include "unit_files.hpp"
+
+#include <memory>
+#include <optional>
+
+namespace tandem::core {
+
+enum class TrainOutcome {
+    Finished,     // trained; the result is queued
+    Interrupted,  // held or quitting, checkpointed: train again later
+    Abandoned,    // the coordinator abandoned it
+    Failed,       // nothing sent
+    Retry,        // its downloads were unusable: download again (backing off)
+};
+
+class UnitRunner {
+  public:
+    UnitRunner(EngineShared& shared, RuleGate& gate, EngineBackoff& backoff, ResultWriter& writer)
+        : m_shared(shared), m_gate(gate), m_backoff(backoff), m_writer(writer) {}
+
+    // Engine thread, the unit downloaded. After Finished, Abandoned or Failed the unit's
+    // directory is gone and the caller drops the unit.
+    TrainOutcome train(ActiveUnit& unit);
+    // While held, the backend's memory (parameters, moments, activations: tens of MB to GB) goes
+    // back to the system. Between units it holds nothing unsaved (the moments are kept on disk);
+    // during one, train() releases it only once the hold's checkpoint is written.
+    void releaseBackend();
+    // The measured speed of the latest steps (0 before the first).
+    double tokensPerSecond() const { return m_tokensPerSecond; }
+
+  private:
+    Status ensureBackend(const ModelConfig& model, int B, int T);
+    // The backend's weights and moments into ckpt-<step>.ckpt, then progress.json naming it.
+    Status checkpoint(ActiveUnit& unit, uint64_t samplerState);
+    void failUnit(const ActiveUnit& unit, const std::string& why);
+    void abandonUnit(const ActiveUnit& unit, const std::string& why);
+    void recordSample();
+
+    EngineShared& m_shared;
+    RuleGate& m_gate;
+    EngineBackoff& m_backoff;
+    ResultWriter& m_writer;
+    std::unique_ptr<Backend> m_backend;
+    ModelConfig m_backendModel;
+    int m_backendB = 0, m_backendT = 0;
+    double m_tokensPerSecond = 0;
+    // Device samples are spaced by the clock across work units (units are often shorter than
+    // the interval); set when training first starts.
+    std::optional<int64_t> m_lastSampleMs;
+};
+
+}  // namespace tandem::core

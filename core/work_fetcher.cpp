@@ -1,0 +1,149 @@
+// Asking for work and downloading its weights and data.
+#include "work_fetcher.hpp"
+
+#include "platform_probe.hpp"
+
+#include <algorithm>
+
+namespace tandem::core {
+
+namespace fs = std::filesystem;
+
+std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
+    m_shared.setState(EngineState::Fetching, "asking for work", "request a work unit");
+    net::WorkRequest req;
+    req.device = m_shared.cfg.deviceDescription.empty() ? m_shared.cfg.device
+                                                        : m_shared.cfg.deviceDescription;
+    req.memoryBytes = m_shared.cfg.deviceMemoryBytes;
+    req.tokensPerSecond = tokensPerSecond;
+    if (auto d = PlatformProbe::diskSpace(m_shared.files.root()))
+        req.freeDiskBytes = d->freeBytes;
+    const int64_t startMs = m_shared.now();
+    auto res = m_shared.deps.api->requestWork(req);
+    m_shared.checkCrash();
+    if (!res) {
+        if (res.error().httpStatus == 401) {
+            m_registrar.drop("the coordinator does not know our token");
+            return std::nullopt;
+        }
+        m_backoff.fail("asking for work failed", res.error());
+        return std::nullopt;
+    }
+    if (!res->manifest) {
+        const int64_t atMs = m_shared.now() + std::max<int64_t>(res->retryAfterMs, 1000);
+        m_backoff.idleUntil(atMs, "no work available");
+        m_shared.log(EventLevel::Info,
+                     "no work available; asking again at " + m_shared.describe(atMs));
+        return std::nullopt;
+    }
+    const net::Manifest& m = *res->manifest;
+    m_shared.recordTransfer(Direction::Down, "manifest",
+                            static_cast<int64_t>(res->manifestJson.size()), startMs, true,
+                            m.workUnitId, {});
+    if (!m.verify(m_registrar.coordinatorKey().value())) {
+        m_backoff.failLocal(
+            "the manifest of work unit " + wuKey(m.workUnitId) +
+            " is not signed by the coordinator key pinned at registration; refused");
+        return std::nullopt;
+    }
+    if (m.seqLen > m.model.maxSeqLen || m.batch <= 0 || m.innerSteps <= 0 ||
+        m.dataLength <= m.seqLen) {
+        m_backoff.failLocal("work unit " + wuKey(m.workUnitId) + " has an impossible shape (B=" +
+                            std::to_string(m.batch) + ", T=" + std::to_string(m.seqLen) +
+                            ", data " + std::to_string(m.dataLength) + " bytes)");
+        return std::nullopt;
+    }
+    ActiveUnit a;
+    a.manifest = m;
+    a.dir = m_shared.files.unitDir(m.workUnitId);
+    std::error_code ec;
+    fs::create_directories(a.dir, ec);
+    if (auto st = writeTextAtomically(DataDir::manifestFile(a.dir), res->manifestJson); !st) {
+        m_backoff.failLocal(st.error().message);
+        return std::nullopt;
+    }
+    m_shared.recordNewUnit(m);
+    m_backoff.succeeded();
+    m_shared.log(EventLevel::Info, "work unit " + wuKey(m.workUnitId) + ": " +
+                                       std::to_string(m.innerSteps) + " steps of " +
+                                       std::to_string(m.batch) + "x" + std::to_string(m.seqLen) +
+                                       " on " + m.model.describe() + ", from version " +
+                                       std::to_string(m.baseVersion));
+    return a;
+}
+
+bool WorkFetcher::download(ActiveUnit& unit) {
+    const net::Manifest& m = unit.manifest;
+    const fs::path wp = m_shared.files.weightsFile(m), dp = m_shared.files.dataFile(m);
+    const bool haveWeights = fileHasDigest(wp, m.weightsSha256);
+    const bool haveData = fileHasDigest(dp, m.dataSha256);
+    if (haveWeights && haveData) {
+        unit.downloaded = true;
+        return true;
+    }
+    const int64_t need = (haveWeights ? 0 : m.weightsBytes) + (haveData ? 0 : m.dataLength);
+    if (!m_gate.waitUntilClear(true, need, nullptr, true))
+        return false;
+    // Keep the cache to what this unit needs.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(m_shared.files.cacheDir(), ec)) {
+        if (e.path() != wp && e.path() != dp &&
+            e.path().string().find(".part") == std::string::npos)
+            fs::remove(e.path(), ec);
+    }
+    m_shared.transition(m.workUnitId, WorkUnitState::Downloading);
+    m_shared.setState(EngineState::Downloading, "downloading weights and data",
+                      "train work unit " + wuKey(m.workUnitId));
+    {
+        std::lock_guard lock(m_shared.mu);
+        m_shared.snap.current = currentInfo(unit);
+        m_shared.snap.current->downloadBytesTotal = need;
+    }
+    int64_t doneBefore = 0;
+    auto progress = [&](int64_t done, int64_t, double) {
+        m_shared.hook("download");
+        if (m_shared.crashed.load())
+            return false;
+        std::lock_guard lock(m_shared.mu);
+        if (m_shared.snap.current)
+            m_shared.snap.current->downloadBytesDone = doneBefore + done;
+        return !m_shared.quitRequested && !m_shared.pauseRequested;
+    };
+    auto one = [&](bool isWeights) -> bool {
+        const int64_t startMs = m_shared.now();
+        auto res = isWeights ? m_shared.deps.api->downloadWeights(m, wp, progress)
+                             : m_shared.deps.api->downloadData(m, dp, progress);
+        m_shared.checkCrash();
+        const char* what = isWeights ? "weights" : "data";
+        if (!res) {
+            m_shared.recordTransfer(Direction::Down, what, res.error().bytesTransferred, startMs,
+                                    false, m.workUnitId, res.error().message);
+            bool stopping;
+            {
+                std::lock_guard lock(m_shared.mu);
+                stopping = m_shared.quitRequested || m_shared.pauseRequested;
+            }
+            if (!stopping)
+                m_backoff.fail(std::string("downloading the ") + what + " failed", res.error());
+            return false;
+        }
+        m_shared.recordTransfer(Direction::Down, what, res->bytesTransferred, startMs, true,
+                                m.workUnitId, {});
+        doneBefore += isWeights ? m.weightsBytes : m.dataLength;
+        return true;
+    };
+    if (!haveWeights && !one(true))
+        return false;
+    if (!haveData && !one(false))
+        return false;
+    if (!fileHasDigest(wp, m.weightsSha256) || !fileHasDigest(dp, m.dataSha256)) {
+        fs::remove(wp, ec);
+        fs::remove(dp, ec);
+        m_backoff.failLocal("a download does not match the SHA-256 of the manifest; removed it");
+        return false;
+    }
+    unit.downloaded = true;
+    return true;
+}
+
+}  // namespace tandem::core

@@ -1,0 +1,37 @@
+// Getting work: asking the coordinator for a unit (its manifest must verify against the pinned
+// key and have a shape that can run), then downloading its weights and data into cache/, named by
+// their SHA-256 and checked against the manifest. Internal to core/.
+#pragma once
+
+#include "engine_backoff.hpp"
+#include "engine_shared.hpp"
+#include "registration.hpp"
+#include "rule_gate.hpp"
+#include "unit_files.hpp"
+
+#include <optional>
+
+namespace tandem::core {
+
+class WorkFetcher {
+  public:
+    WorkFetcher(EngineShared& shared, RuleGate& gate, EngineBackoff& backoff, Registrar& registrar)
+        : m_shared(shared), m_gate(gate), m_backoff(backoff), m_registrar(registrar) {}
+
+    // Engine thread, registered. The unit offered, with its manifest.json written and its ledger
+    // row; none when no work is offered (Idle until the coordinator's Retry-After), on an error
+    // (backing off) or when the coordinator no longer knows the token (registration dropped).
+    // tokensPerSecond: the measured speed, sent with the request.
+    std::optional<ActiveUnit> fetch(double tokensPerSecond);
+    // Engine thread. The unit's weights and data, waiting first for the download cap; marks the
+    // unit downloaded. False when held, stopped (pause, quit) or failed (backing off).
+    bool download(ActiveUnit& unit);
+
+  private:
+    EngineShared& m_shared;
+    RuleGate& m_gate;
+    EngineBackoff& m_backoff;
+    Registrar& m_registrar;
+};
+
+}  // namespace tandem::core
