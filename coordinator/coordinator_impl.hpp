@@ -1,0 +1,222 @@
+// Internal to the coordinator: the state its parts share (Coordinator::Impl), the state of one
+// upload, and small helpers. Not part of the public API (coordinator.hpp).
+//
+// Dimensions: P parameters.
+#pragma once
+
+#include "coordinator.hpp"
+
+#include "result_format.hpp"
+#include "schema.hpp"
+#include "sqlite.hpp"
+#include "thread_pool.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace tandem::coord {
+
+namespace fs = std::filesystem;
+
+inline constexpr size_t kChunkHalves = size_t{1} << 19;  // 1 MiB of payload per decode step
+
+inline Refusal refuse(int status, std::string code, std::string message, int retryAfter = 0) {
+    return Refusal{status, std::move(code), std::move(message), retryAfter};
+}
+
+inline Refusal internalError(const std::string& what) {
+    return refuse(500, "internal", "the coordinator failed: " + what);
+}
+
+// Steps q, a query for one work unit whose first column is its client: a client may only act on
+// its own work units (404 when there is none, 403 when it is another client's).
+inline std::optional<Refusal> stepOwnWorkUnit(Statement& q, int64_t workUnitId, int64_t clientId) {
+    if (!q.step())
+        return refuse(404, "unknown_work_unit",
+                      "work unit " + std::to_string(workUnitId) + " does not exist");
+    if (q.integer(0) != clientId)
+        return refuse(403, "not_your_work_unit",
+                      "work unit " + std::to_string(workUnitId) + " belongs to another client");
+    return std::nullopt;
+}
+
+inline net::Sha256Digest toDigest(const std::vector<uint8_t>& v) {
+    net::Sha256Digest d{};
+    if (v.size() == d.size())
+        std::memcpy(d.data(), v.data(), d.size());
+    return d;
+}
+
+inline std::string fmt(double x, int digits = 4) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << x;
+    return s.str();
+}
+
+inline Status fsyncPath(const fs::path& path, bool directory) {
+    int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return makeError("cannot open " + path.string() + " to flush it");
+    int rc = ::fsync(fd);
+    ::close(fd);
+    if (rc != 0)
+        return makeError("cannot flush " + path.string());
+    return {};
+}
+
+inline Expected<net::Sha256Digest> hashFile(const fs::path& path, int64_t* bytes) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f)
+        return makeError("cannot open " + path.string());
+    net::Sha256 h;
+    std::vector<uint8_t> buf(1 << 20);
+    size_t n;
+    int64_t total = 0;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+        h.update(std::span<const uint8_t>(buf.data(), n));
+        total += static_cast<int64_t>(n);
+    }
+    std::fclose(f);
+    if (bytes)
+        *bytes = total;
+    return h.finish();
+}
+
+struct EvalJob {
+    int64_t round = 0;
+    std::vector<float> weights;  // (P) the version the round produced
+};
+
+// ---------------------------------------------------------------------------------------------
+
+struct Coordinator::Impl {
+    CoordinatorConfig cfg;
+    Logger log;
+    std::mutex mu;  // guards everything below, including the database connection
+    Database db;
+    net::SigningKey key;
+    ThreadPool pool;
+
+    int64_t runId = 0;
+    ModelConfig model;
+    int64_t P = 0;
+    int batch = 0, seqLen = 0, innerSteps = 0, minInnerSteps = 1;
+    float peakLr = 0, minLr = 0;
+    int64_t lrWarmupSteps = 0, lrDecaySteps = 0;
+    uint64_t runSeed = 0;
+    std::vector<uint8_t> train;       // shard 0
+    std::vector<uint8_t> validation;  // held-out tail of the corpus
+    ServedFile shard0;
+
+    int64_t version = 0;                 // the open round = the current weights version
+    std::vector<float> theta, vel, sum;  // (P) each
+    std::map<int64_t, ServedFile> weightFiles;
+    std::shared_ptr<int> stateLock;              // flock on <state>/coordinator.lock
+    std::map<int64_t, int64_t> lastSeenWritten;  // client id -> unix seconds
+    std::set<int64_t> uploading;                 // work unit ids with an upload in progress
+    std::map<int64_t, int> uploadsPerClient;
+    int uploadsTotal = 0;
+    std::vector<std::vector<float>> scratchPool;
+
+    std::thread ticker, validator;
+    std::condition_variable tickCv, evalCv, evalDoneCv;
+    std::deque<EvalJob> evalQueue;
+    int evalBusy = 0;
+    bool stopping = false;
+
+    Impl(CoordinatorConfig c, Logger l, Database d, net::SigningKey k)
+        : cfg(std::move(c)),
+          log(std::move(l)),
+          db(std::move(d)),
+          key(std::move(k)),
+          pool(std::max(1, cfg.threads)) {}
+
+    int64_t now() const {
+        if (cfg.clock)
+            return cfg.clock();
+        return std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    }
+    fs::path dir(const char* sub) const { return cfg.stateDir / sub; }
+    fs::path weightsPath(int64_t v) const {
+        return dir("weights") / ("v" + std::to_string(v) + ".ckpt");
+    }
+    fs::path momentumPath(int64_t v) const {
+        return dir("momentum") / ("v" + std::to_string(v) + ".ckpt");
+    }
+    fs::path roundDir(int64_t r) const { return dir("rounds") / std::to_string(r); }
+    fs::path payloadPath(int64_t r, int64_t wu) const {
+        return roundDir(r) / (std::to_string(wu) + ".f16");
+    }
+
+    // ---- startup
+
+    Status createRun();
+    Status restore();
+    Status rebuildRoundSum();
+    void cleanStaleFiles(bool startup);
+    Expected<ServedFile> publishWeights(int64_t v, std::span<const float> weights,
+                                        std::span<const float> momentum);
+
+    // ---- rounds
+
+    // mu held through `lock`; released while the new version is computed and written.
+    Status closeRound(std::unique_lock<std::mutex>& lock);
+    bool closing = false;  // a round close is writing files; commits wait for it
+    std::condition_variable closeCv;
+    void abandonTimedOut();  // mu held
+    int64_t roundQuorum();   // mu held: results that close the open round
+    double normReference();  // mu held
+    std::vector<float> takeScratch();
+
+    // ---- validation
+
+    void validatorLoop();
+    std::optional<double> evaluate(std::span<const float> weights, std::string* error);
+};
+
+struct UploadSession::State {
+    Coordinator::Impl* c = nullptr;
+    int64_t clientId = 0, wuId = 0, baseVersion = 0;
+    int64_t maxTokens = 0;
+    int maxSteps = 0;
+    int64_t expectedBytes = 0;
+    int64_t startedUnix = 0;
+    net::PublicKey clientKey{};
+    net::Signature signature{};
+    bool wasAccepted = false;
+    net::Sha256Digest storedDigest{};
+    std::string storedReceipt;
+
+    std::vector<uint8_t> head;
+    std::optional<net::ResultHeader> header;
+    net::Sha256Digest digest{};
+    net::Sha256 payloadHash;
+    std::vector<float> scratch;  // (P) decoded delta
+    std::vector<uint16_t> chunk;
+    size_t chunkBytes = 0;
+    int64_t decoded = 0;  // halves decoded into scratch
+    int64_t received = 0;
+    double sumSquares = 0;
+    int fd = -1;
+    fs::path tmpPath;
+    bool finished = false;
+
+    ~State();
+    std::optional<Refusal> flush();
+    std::optional<Outcome<std::string>> onHeader();
+};
+
+}  // namespace tandem::coord

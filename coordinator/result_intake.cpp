@@ -1,0 +1,312 @@
+// Result intake: upload slots, and the commit of a checked result.
+#include "coordinator_impl.hpp"
+
+#include "aggregate.hpp"
+#include "result_format.hpp"
+
+#include <cmath>
+
+namespace tandem::coord {
+
+UploadSession::UploadSession(std::unique_ptr<State> state) : m_s(std::move(state)) {}
+UploadSession::~UploadSession() = default;
+
+UploadSession::State::~State() {
+    if (fd >= 0)
+        ::close(fd);
+    std::error_code ec;
+    if (!tmpPath.empty())
+        fs::remove(tmpPath, ec);
+    if (c == nullptr)
+        return;  // refused before it took a slot
+    std::lock_guard lock(c->mu);
+    c->uploading.erase(wuId);
+    if (--c->uploadsPerClient[clientId] <= 0)
+        c->uploadsPerClient.erase(clientId);
+    --c->uploadsTotal;
+    // Keep one buffer for the next upload; more would hold P floats each while idle.
+    if (!scratch.empty() && c->scratchPool.empty())
+        c->scratchPool.push_back(std::move(scratch));
+}
+
+std::vector<float> Coordinator::Impl::takeScratch() {
+    std::vector<float> s;
+    if (!scratchPool.empty()) {
+        s = std::move(scratchPool.back());
+        scratchPool.pop_back();
+    }
+    return s;
+}
+
+Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientId,
+                                                                 int64_t workUnitId,
+                                                                 int64_t contentLength,
+                                                                 std::string_view signature,
+                                                                 bool dryRun) {
+    Impl& c = *m_impl;
+    const int64_t expected = maxUploadBytes();
+    auto state = std::make_unique<UploadSession::State>();
+    {
+        std::lock_guard lock(c.mu);
+        auto q = c.db.prepare(
+            "SELECT w.client_id, w.state, w.base_version, w.inner_steps, w.batch, w.seq_len, "
+            "c.public_key, COALESCE(w.abandon_reason, '') FROM work_units w JOIN clients c ON "
+            "c.id = w.client_id WHERE w.id = ?");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, workUnitId);
+        if (auto r = stepOwnWorkUnit(*q, workUnitId, clientId))
+            return *r;
+        if (contentLength < 0)
+            return refuse(
+                411, "length_required",
+                "send Content-Length: a result is exactly " + std::to_string(expected) + " bytes");
+        if (contentLength > expected)
+            return refuse(413, "too_large",
+                          "the body has " + std::to_string(contentLength) +
+                              " bytes; a result for " + c.model.describe() + " is exactly " +
+                              std::to_string(expected) + " bytes (128-byte header + 2 x " +
+                              std::to_string(c.P) + " parameters)");
+        if (contentLength != expected)
+            return refuse(400, "wrong_size",
+                          "the body has " + std::to_string(contentLength) +
+                              " bytes; a result for " + c.model.describe() + " is exactly " +
+                              std::to_string(expected) + " bytes (128-byte header + 2 x " +
+                              std::to_string(c.P) + " parameters)");
+        auto sig = net::signatureFromBase64(signature);
+        if (signature.empty() || !sig)
+            return refuse(400, "bad_signature",
+                          signature.empty()
+                              ? "the X-Tandem-Signature header (base64 Ed25519 signature of the "
+                                "result digest) is missing"
+                              : "X-Tandem-Signature: " + sig.error().message);
+        const std::string st = q->text(1);
+        const int64_t base = q->integer(2);
+        if (st != "accepted" && c.version - base > c.cfg.maxStaleness)
+            return refuse(409, "stale",
+                          "work unit " + std::to_string(workUnitId) + " trained from version " +
+                              std::to_string(base) + "; the run is at version " +
+                              std::to_string(c.version) + " and accepts results at most " +
+                              std::to_string(c.cfg.maxStaleness) + " version(s) old");
+        if (st == "abandoned")
+            return refuse(409, "work_unit_abandoned",
+                          "work unit " + std::to_string(workUnitId) +
+                              " was abandoned and its data reassigned: " + q->text(7));
+        if (c.uploading.count(workUnitId))
+            return refuse(409, "upload_in_progress",
+                          "an upload for work unit " + std::to_string(workUnitId) +
+                              " is already in progress; retry when it has ended");
+        if (c.uploadsPerClient[clientId] >= c.cfg.maxUploadsPerClient) {
+            if (c.uploadsPerClient[clientId] == 0)
+                c.uploadsPerClient.erase(clientId);
+            return refuse(429, "too_many_uploads",
+                          "this client already has " + std::to_string(c.cfg.maxUploadsPerClient) +
+                              " upload(s) in progress",
+                          10);
+        }
+        if (c.uploadsTotal >= c.cfg.maxConcurrentUploads)
+            return refuse(503, "busy",
+                          "the coordinator is receiving " + std::to_string(c.uploadsTotal) +
+                              " uploads; retry later",
+                          15);
+        if (dryRun)
+            return std::unique_ptr<UploadSession>();
+        state->c = &c;
+        state->clientId = clientId;
+        state->wuId = workUnitId;
+        state->baseVersion = base;
+        state->maxSteps = static_cast<int>(q->integer(3));
+        state->maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
+        state->expectedBytes = expected;
+        state->startedUnix = c.now();
+        auto pk = q->blob(6);
+        if (pk.size() == state->clientKey.size())
+            std::memcpy(state->clientKey.data(), pk.data(), pk.size());
+        state->signature = *sig;
+        state->wasAccepted = st == "accepted";
+        if (state->wasAccepted) {
+            auto r = c.db.prepare(
+                "SELECT r.result_sha256, p.json FROM results r JOIN receipts p ON "
+                "p.work_unit_id = r.work_unit_id WHERE r.work_unit_id = ?");
+            if (!r)
+                return internalError(r.error().message);
+            r->bind(1, workUnitId);
+            if (!r->step())
+                return internalError("accepted work unit without a receipt");
+            state->storedDigest = toDigest(r->blob(0));
+            state->storedReceipt = r->text(1);
+        }
+        c.uploading.insert(workUnitId);
+        ++c.uploadsPerClient[clientId];
+        ++c.uploadsTotal;
+        if (!state->wasAccepted)
+            state->scratch = c.takeScratch();
+    }
+    // From here the State destructor releases the slot.
+    if (!state->wasAccepted) {
+        state->scratch.assign(static_cast<size_t>(c.P), 0.0f);
+        state->chunk.resize(kChunkHalves);
+        state->tmpPath = c.dir("uploads") / (std::to_string(workUnitId) + "-" +
+                                             net::toHex(net::randomBytes(6)) + ".part");
+        state->fd = ::open(state->tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (state->fd < 0)
+            return internalError("cannot create " + state->tmpPath.string());
+    }
+    return std::unique_ptr<UploadSession>(new UploadSession(std::move(state)));
+}
+
+double Coordinator::Impl::normReference() {
+    for (int64_t r : {version, version - 1}) {
+        auto q = db.prepare("SELECT norm FROM results WHERE round = ? ORDER BY norm");
+        if (!q)
+            return 0;
+        q->bind(1, r);
+        std::vector<double> norms;
+        while (q->step())
+            norms.push_back(q->real(0));
+        if (!norms.empty())
+            return norms[norms.size() / 2];
+    }
+    return 0;
+}
+
+Outcome<std::string> UploadSession::finish(bool complete) {
+    State& s = *m_s;
+    Coordinator::Impl& c = *s.c;
+    if (s.finished)
+        return internalError("upload finished twice");
+    s.finished = true;
+    if (!complete || s.received != s.expectedBytes)
+        return refuse(400, "truncated",
+                      "the body ended after " + std::to_string(s.received) + " of " +
+                          std::to_string(s.expectedBytes) + " bytes; nothing was counted");
+    if (s.wasAccepted || !s.header)
+        return internalError("upload state");
+    if ((s.chunkBytes % 2) != 0)
+        return refuse(400, "truncated", "odd payload length");
+    if (auto r = s.flush())
+        return *r;
+    if (s.payloadHash.finish() != s.header->payloadSha256)
+        return refuse(422, "digest_mismatch",
+                      "the payload's SHA-256 differs from the one in the result header; the "
+                      "data was damaged in transit or the header is wrong");
+    if (::fsync(s.fd) != 0)
+        return internalError("cannot flush " + s.tmpPath.string());
+    ::close(s.fd);
+    s.fd = -1;
+    const double norm = std::sqrt(s.sumSquares);
+
+    std::unique_lock lock(c.mu);
+    c.closeCv.wait(lock, [&] { return !c.closing; });
+    const int64_t now = c.now();
+    {
+        auto q =
+            c.db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, s.wuId);
+        if (!q->step())
+            return internalError("work unit vanished");
+        if (q->text(0) != "assigned")
+            return refuse(409, "work_unit_abandoned",
+                          "work unit " + std::to_string(s.wuId) +
+                              " was abandoned while uploading: " + q->text(1));
+    }
+    const int64_t staleness = c.version - s.baseVersion;
+    if (staleness > c.cfg.maxStaleness)
+        return refuse(409, "stale",
+                      "work unit " + std::to_string(s.wuId) + " trained from version " +
+                          std::to_string(s.baseVersion) + "; the run moved on to version " +
+                          std::to_string(c.version) + " during the upload");
+    const double reference = c.normReference();
+    if (reference > 0 && norm > c.cfg.maxNormRatio * reference)
+        return refuse(422, "outlier_norm",
+                      "the delta's norm " + fmt(norm) + " is more than " + fmt(c.cfg.maxNormRatio) +
+                          " times the round's median " + fmt(reference) +
+                          "; the result is refused as an outlier");
+    const double weight =
+        static_cast<double>(s.header->tokens) * std::pow(c.cfg.staleWeightFactor, staleness);
+
+    // Durable payload first: a committed row always has its file.
+    std::error_code ec;
+    fs::create_directories(c.roundDir(c.version), ec);
+    const fs::path final = c.payloadPath(c.version, s.wuId);
+    if (::rename(s.tmpPath.c_str(), final.c_str()) != 0)
+        return internalError("cannot move the payload into " + final.string());
+    s.tmpPath.clear();
+    (void)fsyncPath(c.roundDir(c.version), true);
+
+    net::Receipt receipt;
+    receipt.workUnitId = s.wuId;
+    receipt.clientId = s.clientId;
+    receipt.round = c.version;
+    receipt.weight = weight;
+    receipt.timeUnix = now;
+    receipt.resultDigest = s.digest;
+    receipt.sign(c.key);
+    const std::string receiptJson = receipt.toJson();
+
+    auto fail = [&](const std::string& what) {
+        std::error_code e2;
+        fs::remove(final, e2);
+        return internalError(what);
+    };
+    {
+        Transaction tx(c.db);
+        if (!tx.started())
+            return fail(tx.started().error().message);
+        auto ins = c.db.prepare(
+            "INSERT INTO results(work_unit_id, seq, round, weight, tokens, steps, loss_last, norm, "
+            "payload_sha256, result_sha256, signature, received_unix) VALUES (?, (SELECT "
+            "COALESCE(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        auto rec = c.db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
+        auto wu = c.db.prepare("UPDATE work_units SET state = 'accepted' WHERE id = ?");
+        auto rnd = c.db.prepare(
+            "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, weight_sum = "
+            "weight_sum + ? WHERE run_id = ? AND round = ?");
+        if (!ins || !rec || !wu || !rnd)
+            return fail("cannot prepare the result insert");
+        ins->bind(1, s.wuId)
+            .bind(2, c.version)
+            .bind(3, weight)
+            .bind(4, s.header->tokens)
+            .bind(5, s.header->steps)
+            .bind(6, static_cast<double>(s.header->lossLast))
+            .bind(7, norm)
+            .bind(8, std::span<const uint8_t>(s.header->payloadSha256))
+            .bind(9, std::span<const uint8_t>(s.digest))
+            .bind(10, std::span<const uint8_t>(s.signature))
+            .bind(11, now);
+        rec->bind(1, s.wuId).bind(2, receiptJson);
+        wu->bind(1, s.wuId);
+        rnd->bind(1, s.header->tokens).bind(2, weight).bind(3, c.runId).bind(4, c.version);
+        for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
+            if (auto r = st->run(); !r)
+                return fail(r.error().message);
+        if (auto r = tx.commit(); !r)
+            return fail(r.error().message);
+    }
+    addScaled(c.sum, s.scratch, static_cast<float>(weight), &c.pool);
+    int64_t contributors = 0;
+    {
+        auto q = c.db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
+        if (q) {
+            q->bind(1, c.runId).bind(2, c.version);
+            if (q->step())
+                contributors = q->integer(0);
+        }
+    }
+    const int64_t needed = c.roundQuorum();
+    c.log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
+          std::to_string(c.version) + ": " + std::to_string(s.header->tokens) + " tokens, weight " +
+          fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(s.header->lossFirst) + " -> " +
+          fmt(s.header->lossLast) + " (" + std::to_string(contributors) + "/" +
+          std::to_string(needed) + ")");
+    if (contributors >= needed) {
+        if (auto st = c.closeRound(lock); !st)
+            c.log("error: closing the round failed: " + st.error().message);
+    }
+    return receiptJson;
+}
+
+}  // namespace tandem::coord
