@@ -6,10 +6,12 @@
 
 #include "coordinator.hpp"
 
+#include "messages.hpp"
 #include "result_format.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
 #include "thread_pool.hpp"
+#include "work_units.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,7 +23,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 
 namespace tandem::coord {
@@ -29,40 +30,6 @@ namespace tandem::coord {
 namespace fs = std::filesystem;
 
 inline constexpr size_t kChunkHalves = size_t{1} << 19;  // 1 MiB of payload per decode step
-
-inline Refusal refuse(int status, std::string code, std::string message, int retryAfter = 0) {
-    return Refusal{status, std::move(code), std::move(message), retryAfter};
-}
-
-inline Refusal internalError(const std::string& what) {
-    return refuse(500, "internal", "the coordinator failed: " + what);
-}
-
-// Steps q, a query for one work unit whose first column is its client: a client may only act on
-// its own work units (404 when there is none, 403 when it is another client's).
-inline std::optional<Refusal> stepOwnWorkUnit(Statement& q, int64_t workUnitId, int64_t clientId) {
-    if (!q.step())
-        return refuse(404, "unknown_work_unit",
-                      "work unit " + std::to_string(workUnitId) + " does not exist");
-    if (q.integer(0) != clientId)
-        return refuse(403, "not_your_work_unit",
-                      "work unit " + std::to_string(workUnitId) + " belongs to another client");
-    return std::nullopt;
-}
-
-inline net::Sha256Digest toDigest(const std::vector<uint8_t>& v) {
-    net::Sha256Digest d{};
-    if (v.size() == d.size())
-        std::memcpy(d.data(), v.data(), d.size());
-    return d;
-}
-
-inline std::string fmt(double x, int digits = 4) {
-    std::ostringstream s;
-    s.precision(digits);
-    s << x;
-    return s.str();
-}
 
 inline Status fsyncPath(const fs::path& path, bool directory) {
     int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);

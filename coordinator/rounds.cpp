@@ -77,19 +77,19 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         auto b = db.prepare(
             "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) VALUES (?, ?, ?, ?)");
         auto d = db.prepare("UPDATE runs SET version = ? WHERE id = ?");
-        auto e = db.prepare(
-            "UPDATE work_units SET state = 'abandoned', abandon_reason = 'the run moved on; its "
-            "base version is beyond the staleness bound' WHERE run_id = ? AND state = 'assigned' "
-            "AND base_version < ?");
-        if (!a || !b || !d || !e)
+        if (!a || !b || !d)
             return makeError("cannot prepare the round close");
         a->bind(1, t).bind(2, runId).bind(3, r);
         b->bind(1, runId).bind(2, r + 1).bind(3, t).bind(4, t + cfg.roundTimeoutSeconds);
         d->bind(1, r + 1).bind(2, runId);
-        e->bind(1, runId).bind(2, r + 1 - cfg.maxStaleness);
-        for (Statement* st : {&*a, &*b, &*d, &*e})
+        for (Statement* st : {&*a, &*b, &*d})
             if (auto s = st->run(); !s)
                 return s;
+        if (auto s = abandonWorkUnitsBefore(
+                db, runId, r + 1 - cfg.maxStaleness,
+                "the run moved on; its base version is beyond the staleness bound");
+            !s)
+            return s;
         if (auto s = tx.commit(); !s)
             return s;
     }
@@ -148,11 +148,7 @@ void Coordinator::Impl::abandonTimedOut() {
         victims.emplace_back(id, why + "; its data was reassigned");
     }
     for (auto& [id, why] : victims) {
-        auto u = db.prepare(
-            "UPDATE work_units SET state = 'abandoned', abandon_reason = ? WHERE id = ? AND state "
-            "= 'assigned'");
-        if (u)
-            (void)u->bind(1, why).bind(2, id).run();
+        (void)abandonWorkUnit(db, runId, id, why);
         log("work unit " + std::to_string(id) + " abandoned: " + why);
     }
 }

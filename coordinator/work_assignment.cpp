@@ -221,10 +221,7 @@ Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t work
                        "; results based on version " + std::to_string(base) +
                        " are no longer accepted (staleness bound " +
                        std::to_string(c.cfg.maxStaleness) + ")";
-        auto upd = c.db.prepare(
-            "UPDATE work_units SET state = 'abandoned', abandon_reason = ? WHERE id = ?");
-        if (upd)
-            (void)upd->bind(1, reply.reason).bind(2, workUnitId).run();
+        (void)abandonWorkUnit(c.db, c.runId, workUnitId, reply.reason);
         return reply;
     }
     auto upd = c.db.prepare(
