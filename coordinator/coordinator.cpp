@@ -2,10 +2,6 @@
 #include "coordinator.hpp"
 
 #include "coordinator_impl.hpp"
-#include "file_io.hpp"
-
-#include <sys/file.h>
-#include <cerrno>
 
 namespace tandem::coord {
 
@@ -15,39 +11,23 @@ namespace tandem::coord {
 Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, Logger log) {
     if (!log)
         log = [](const std::string&) {};
-    std::error_code ec;
-    for (const char* sub : {"", "weights", "momentum", "rounds", "uploads", "data"}) {
-        fs::create_directories(cfg.stateDir / sub, ec);
-        if (ec)
-            return makeError("cannot create " + (cfg.stateDir / sub).string() + ": " +
-                             ec.message());
-    }
-    // One coordinator per state directory; the kernel drops the lock when the process dies.
-    const fs::path lockPath = cfg.stateDir / "coordinator.lock";
-    int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lockFd < 0)
-        return makeError("cannot open " + lockPath.string() + ": " + std::strerror(errno));
-    std::shared_ptr<int> stateLock(new int(lockFd), [](int* fd) {
-        ::close(*fd);
-        delete fd;
-    });
-    if (::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
-        return makeError("another tandem-coordinator is using the state directory " +
-                         cfg.stateDir.string());
-    const auto dbPath = cfg.stateDir / "coordinator.db";
+    // One coordinator per state directory.
+    auto dirs = StateDir::open(cfg.stateDir);
+    if (!dirs)
+        return dirs.error();
+    const auto dbPath = dirs->databaseFile();
     // FULL: an accepted result and its receipt survive a power cut.
     auto db = Database::open(dbPath, {.synchronous = storage::Synchronous::Full,
                                       .migrations = kMigrations,
                                       .newerHint = "use a newer tandem-coordinator"});
     if (!db)
         return makeError(db.error().message + " (" + dbPath.string() + ")");
-    auto key = net::SigningKey::loadOrCreate(cfg.stateDir / "coordinator_key.pem");
+    auto key = net::SigningKey::loadOrCreate(dirs->keyFile());
     if (!key)
         return makeError("coordinator key: " + key.error().message);
 
-    auto impl =
-        std::make_unique<Impl>(std::move(cfg), std::move(log), std::move(*db), std::move(*key));
-    impl->stateLock = std::move(stateLock);
+    auto impl = std::make_unique<Impl>(std::move(cfg), std::move(log), std::move(*dirs),
+                                       std::move(*db), std::move(*key));
     if (auto st = impl->restore(); !st)
         return st.error();
     auto* raw = impl.get();

@@ -10,6 +10,7 @@
 #include "result_format.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
+#include "state_dir.hpp"
 #include "thread_pool.hpp"
 #include "work_units.hpp"
 
@@ -31,35 +32,6 @@ namespace fs = std::filesystem;
 
 inline constexpr size_t kChunkHalves = size_t{1} << 19;  // 1 MiB of payload per decode step
 
-inline Status fsyncPath(const fs::path& path, bool directory) {
-    int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0)
-        return makeError("cannot open " + path.string() + " to flush it");
-    int rc = ::fsync(fd);
-    ::close(fd);
-    if (rc != 0)
-        return makeError("cannot flush " + path.string());
-    return {};
-}
-
-inline Expected<net::Sha256Digest> hashFile(const fs::path& path, int64_t* bytes) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f)
-        return makeError("cannot open " + path.string());
-    net::Sha256 h;
-    std::vector<uint8_t> buf(1 << 20);
-    size_t n;
-    int64_t total = 0;
-    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
-        h.update(std::span<const uint8_t>(buf.data(), n));
-        total += static_cast<int64_t>(n);
-    }
-    std::fclose(f);
-    if (bytes)
-        *bytes = total;
-    return h.finish();
-}
-
 struct EvalJob {
     int64_t round = 0;
     std::vector<float> weights;  // (P) the version the round produced
@@ -71,6 +43,7 @@ struct Coordinator::Impl {
     CoordinatorConfig cfg;
     Logger log;
     std::mutex mu;  // guards everything below, including the database connection
+    StateDir dirs;
     Database db;
     net::SigningKey key;
     ThreadPool pool;
@@ -89,7 +62,6 @@ struct Coordinator::Impl {
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each
     std::map<int64_t, ServedFile> weightFiles;
-    std::shared_ptr<int> stateLock;              // flock on <state>/coordinator.lock
     std::map<int64_t, int64_t> lastSeenWritten;  // client id -> unix seconds
     std::set<int64_t> uploading;                 // work unit ids with an upload in progress
     std::map<int64_t, int> uploadsPerClient;
@@ -102,9 +74,10 @@ struct Coordinator::Impl {
     int evalBusy = 0;
     bool stopping = false;
 
-    Impl(CoordinatorConfig c, Logger l, Database d, net::SigningKey k)
+    Impl(CoordinatorConfig c, Logger l, StateDir s, Database d, net::SigningKey k)
         : cfg(std::move(c)),
           log(std::move(l)),
+          dirs(std::move(s)),
           db(std::move(d)),
           key(std::move(k)),
           pool(std::max(1, cfg.threads)) {}
@@ -116,26 +89,12 @@ struct Coordinator::Impl {
                    std::chrono::system_clock::now().time_since_epoch())
             .count();
     }
-    fs::path dir(const char* sub) const { return cfg.stateDir / sub; }
-    fs::path weightsPath(int64_t v) const {
-        return dir("weights") / ("v" + std::to_string(v) + ".ckpt");
-    }
-    fs::path momentumPath(int64_t v) const {
-        return dir("momentum") / ("v" + std::to_string(v) + ".ckpt");
-    }
-    fs::path roundDir(int64_t r) const { return dir("rounds") / std::to_string(r); }
-    fs::path payloadPath(int64_t r, int64_t wu) const {
-        return roundDir(r) / (std::to_string(wu) + ".f16");
-    }
-
     // ---- startup
 
     Status createRun();
     Status restore();
     Status rebuildRoundSum();
     void cleanStaleFiles(bool startup);
-    Expected<ServedFile> publishWeights(int64_t v, std::span<const float> weights,
-                                        std::span<const float> momentum);
 
     // ---- rounds
 

@@ -146,7 +146,7 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
     if (!state->wasAccepted) {
         state->scratch.assign(static_cast<size_t>(c.P), 0.0f);
         state->chunk.resize(kChunkHalves);
-        state->tmpPath = c.dir("uploads") / (std::to_string(workUnitId) + "-" +
+        state->tmpPath = c.dirs.uploads() / (std::to_string(workUnitId) + "-" +
                                              net::toHex(net::randomBytes(6)) + ".part");
         state->fd = ::open(state->tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (state->fd < 0)
@@ -229,12 +229,12 @@ Outcome<std::string> UploadSession::finish(bool complete) {
 
     // Durable payload first: a committed row always has its file.
     std::error_code ec;
-    fs::create_directories(c.roundDir(c.version), ec);
-    const fs::path final = c.payloadPath(c.version, s.wuId);
+    fs::create_directories(c.dirs.round(c.version), ec);
+    const fs::path final = c.dirs.payload(c.version, s.wuId);
     if (::rename(s.tmpPath.c_str(), final.c_str()) != 0)
         return internalError("cannot move the payload into " + final.string());
     s.tmpPath.clear();
-    (void)fsyncPath(c.roundDir(c.version), true);
+    (void)fsyncPath(c.dirs.round(c.version), true);
 
     net::Receipt receipt;
     receipt.workUnitId = s.wuId;

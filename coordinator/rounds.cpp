@@ -48,7 +48,7 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         if (!late.empty())
             rebased = sum;
         for (const auto& [base, weight] : late) {
-            auto older = loadCheckpoint(weightsPath(base), model);
+            auto older = loadCheckpoint(dirs.weights(base), model);
             if (!older)
                 return makeError("re-basing the results trained from version " +
                                  std::to_string(base) + ": " + older.error().message);
@@ -61,7 +61,7 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         newVel = vel;
         outerNesterovStep(newTheta, newVel, late.empty() ? sum : rebased,
                           static_cast<float>(1.0 / weightSum), cfg.outer, &pool);
-        return publishWeights(r + 1, newTheta, newVel);
+        return dirs.publish(r + 1, model, newTheta, newVel);
     }();
     lock.lock();
     closing = false;

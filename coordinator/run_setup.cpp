@@ -44,16 +44,16 @@ Status Coordinator::Impl::createRun() {
     std::span<const uint8_t> all(*tokens);
     auto trainPart = all.first(static_cast<size_t>(total - valLen));
     auto valPart = all.last(static_cast<size_t>(valLen));
-    if (auto st = writeFileAtomically(dir("data") / "shard-0.bin", trainPart); !st)
+    if (auto st = writeFileAtomically(dirs.trainShard(), trainPart); !st)
         return st;
-    if (auto st = writeFileAtomically(dir("data") / "validation.bin", valPart); !st)
+    if (auto st = writeFileAtomically(dirs.validationText(), valPart); !st)
         return st;
 
     const int64_t count = m.parameterCount();
     std::vector<float> init(static_cast<size_t>(count));
     initParameters(ParameterLayout(m), init, cfg.seed);
     std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
-    auto published = publishWeights(0, init, zeros);
+    auto published = dirs.publish(0, m, init, zeros);
     if (!published)
         return published.error();
 
@@ -149,27 +149,27 @@ Status Coordinator::Impl::restore() {
         log("note: the state directory's run uses model " + model.describe() +
             "; the --model given (" + m->describe() + ") applies to new state directories only");
 
-    auto t = readFile(dir("data") / "shard-0.bin");
+    auto t = readFile(dirs.trainShard());
     if (!t)
         return t.error();
     train = std::move(*t);
     if (static_cast<int64_t>(train.size()) != trainBytes ||
         net::toHex(net::sha256(train)) != trainSha)
-        return makeError((dir("data") / "shard-0.bin").string() +
+        return makeError(dirs.trainShard().string() +
                          " does not match the run (size or SHA-256 differ); the state directory "
                          "is damaged");
-    auto v = readFile(dir("data") / "validation.bin");
+    auto v = readFile(dirs.validationText());
     if (!v)
         return v.error();
     validation = std::move(*v);
-    shard0 = ServedFile{dir("data") / "shard-0.bin", trainBytes, net::sha256(train)};
+    shard0 = ServedFile{dirs.trainShard(), trainBytes, net::sha256(train)};
 
-    auto w = loadCheckpoint(weightsPath(version), model);
+    auto w = loadCheckpoint(dirs.weights(version), model);
     if (!w)
         return makeError("weights of version " + std::to_string(version) + ": " +
                          w.error().message);
     theta = std::move(w->parameters);
-    auto mom = loadCheckpoint(momentumPath(version), model);
+    auto mom = loadCheckpoint(dirs.momentum(version), model);
     if (!mom)
         return makeError("momentum of version " + std::to_string(version) + ": " +
                          mom.error().message);
@@ -178,13 +178,13 @@ Status Coordinator::Impl::restore() {
         return makeError("weights or momentum have the wrong size for " + model.describe());
     for (int64_t ver = std::max<int64_t>(0, version - cfg.maxStaleness); ver <= version; ++ver) {
         std::error_code ec;
-        if (!fs::exists(weightsPath(ver), ec))
+        if (!fs::exists(dirs.weights(ver), ec))
             continue;
         int64_t bytes = 0;
-        auto h = hashFile(weightsPath(ver), &bytes);
+        auto h = hashFile(dirs.weights(ver), &bytes);
         if (!h)
             return h.error();
-        weightFiles[ver] = ServedFile{weightsPath(ver), bytes, *h};
+        weightFiles[ver] = ServedFile{dirs.weights(ver), bytes, *h};
     }
     sum.assign(static_cast<size_t>(P), 0.0f);
     if (auto st = rebuildRoundSum(); !st)
@@ -200,7 +200,7 @@ Status Coordinator::Impl::restore() {
     pending->bind(1, runId);
     while (pending->step()) {
         const int64_t r = pending->integer(0);
-        auto ck = loadCheckpoint(weightsPath(r + 1), model);
+        auto ck = loadCheckpoint(dirs.weights(r + 1), model);
         if (ck)
             evalQueue.push_back(EvalJob{r, std::move(ck->parameters)});
     }
@@ -222,7 +222,7 @@ Status Coordinator::Impl::rebuildRoundSum() {
         const int64_t wu = q->integer(0);
         const float weight = static_cast<float>(q->real(1));
         const auto expected = toDigest(q->blob(2));
-        const fs::path path = payloadPath(version, wu);
+        const fs::path path = dirs.payload(version, wu);
         FILE* f = std::fopen(path.c_str(), "rb");
         if (!f)
             return makeError("accepted result of work unit " + std::to_string(wu) +
@@ -256,6 +256,17 @@ Status Coordinator::Impl::rebuildRoundSum() {
         log("restored round " + std::to_string(version) + ": " + std::to_string(count) +
             " accepted results re-added to the round sum");
     return {};
+}
+
+void Coordinator::Impl::cleanStaleFiles(bool startup) {
+    std::set<std::string> keep;
+    auto q = db.prepare("SELECT work_unit_id FROM results WHERE round = ?");
+    if (q) {
+        q->bind(1, version);
+        while (q->step())
+            keep.insert(std::to_string(q->integer(0)) + ".f16");
+    }
+    dirs.removeStale(version, cfg.maxStaleness, keep, startup);
 }
 
 }  // namespace tandem::coord
