@@ -74,7 +74,7 @@ net::RunStatus Coordinator::status() {
     net::RunStatus s;
     s.runId = c.runId;
     s.round = c.version;
-    s.model = c.model;
+    s.model = c.run.model;
     s.workUnitSeconds = c.cfg.targetWorkUnitSeconds;
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
@@ -137,7 +137,7 @@ int64_t Coordinator::currentVersion() {
     return m_impl->version;
 }
 const ModelConfig& Coordinator::model() const {
-    return m_impl->model;
+    return m_impl->run.model;
 }
 int64_t Coordinator::parameterCount() const {
     return m_impl->P;

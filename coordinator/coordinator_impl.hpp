@@ -8,6 +8,7 @@
 
 #include "messages.hpp"
 #include "result_format.hpp"
+#include "run_setup.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
 #include "state_dir.hpp"
@@ -49,12 +50,8 @@ struct Coordinator::Impl {
     ThreadPool pool;
 
     int64_t runId = 0;
-    ModelConfig model;
+    RunSettings run;
     int64_t P = 0;
-    int batch = 0, seqLen = 0, innerSteps = 0, minInnerSteps = 1;
-    float peakLr = 0, minLr = 0;
-    int64_t lrWarmupSteps = 0, lrDecaySteps = 0;
-    uint64_t runSeed = 0;
     std::vector<uint8_t> train;       // shard 0
     std::vector<uint8_t> validation;  // held-out tail of the corpus
     ServedFile shard0;

@@ -64,13 +64,13 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
         if (contentLength > expected)
             return refuse(413, "too_large",
                           "the body has " + std::to_string(contentLength) +
-                              " bytes; a result for " + c.model.describe() + " is exactly " +
+                              " bytes; a result for " + c.run.model.describe() + " is exactly " +
                               std::to_string(expected) + " bytes (128-byte header + 2 x " +
                               std::to_string(c.P) + " parameters)");
         if (contentLength != expected)
             return refuse(400, "wrong_size",
                           "the body has " + std::to_string(contentLength) +
-                              " bytes; a result for " + c.model.describe() + " is exactly " +
+                              " bytes; a result for " + c.run.model.describe() + " is exactly " +
                               std::to_string(expected) + " bytes (128-byte header + 2 x " +
                               std::to_string(c.P) + " parameters)");
         auto sig = net::signatureFromBase64(signature);

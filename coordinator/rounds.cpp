@@ -48,20 +48,20 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         if (!late.empty())
             rebased = sum;
         for (const auto& [base, weight] : late) {
-            auto older = loadCheckpoint(dirs.weights(base), model);
+            auto older = loadCheckpoint(dirs.weights(base), run.model);
             if (!older)
                 return makeError("re-basing the results trained from version " +
                                  std::to_string(base) + ": " + older.error().message);
             if (older->parameters.size() != theta.size())
                 return makeError("weights of version " + std::to_string(base) +
-                                 " have the wrong size for " + model.describe());
+                                 " have the wrong size for " + run.model.describe());
             coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), &pool);
         }
         newTheta = theta;
         newVel = vel;
         outerNesterovStep(newTheta, newVel, late.empty() ? sum : rebased,
                           static_cast<float>(1.0 / weightSum), cfg.outer, &pool);
-        return dirs.publish(r + 1, model, newTheta, newVel);
+        return dirs.publish(r + 1, run.model, newTheta, newVel);
     }();
     lock.lock();
     closing = false;

@@ -1,4 +1,6 @@
 // Run set-up: creating the run on first start, restoring it (and the open round's sum) after.
+#include "run_setup.hpp"
+
 #include "coordinator_impl.hpp"
 
 #include "aggregate.hpp"
@@ -13,22 +15,89 @@ namespace tandem::coord {
 
 using nlohmann::json;
 
-Status Coordinator::Impl::createRun() {
-    if (cfg.corpus.empty())
-        return makeError("the state directory " + cfg.stateDir.string() +
-                         " holds no run yet; give --corpus with text files or directories");
+LrSchedule RunSettings::lrSchedule() const {
+    return lrDecaySteps > 0
+               ? LrSchedule{peakLr, minLr, lrWarmupSteps, lrDecaySteps}
+               : LrSchedule{peakLr, peakLr, lrWarmupSteps, std::max<int64_t>(1, lrWarmupSteps)};
+}
+
+Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg) {
     auto parsed = ModelConfig::parse(cfg.model);
     if (!parsed)
         return parsed.error();
     if (auto st = parsed->validate(); !st)
         return st.error();
-    const ModelConfig m = *parsed;
-    const int T = cfg.seqLen > 0 ? cfg.seqLen : m.maxSeqLen;
-    if (T > m.maxSeqLen)
-        return makeError("sequence length " + std::to_string(T) + " exceeds the model's " +
-                         std::to_string(m.maxSeqLen));
+    RunSettings s;
+    s.model = *parsed;
+    s.seqLen = cfg.seqLen > 0 ? cfg.seqLen : s.model.maxSeqLen;
+    if (s.seqLen > s.model.maxSeqLen)
+        return makeError("sequence length " + std::to_string(s.seqLen) + " exceeds the model's " +
+                         std::to_string(s.model.maxSeqLen));
     if (cfg.innerSteps < 1 || cfg.batch < 1)
         return makeError("inner steps and batch must be at least 1");
+    s.innerSteps = cfg.innerSteps;
+    s.minInnerSteps = cfg.minInnerSteps > 0 ? cfg.minInnerSteps : std::max(1, cfg.innerSteps / 10);
+    s.batch = cfg.batch;
+    s.peakLr = cfg.innerPeakLr;
+    s.minLr = cfg.innerMinLr;
+    s.lrWarmupSteps = cfg.lrWarmupSteps;
+    s.lrDecaySteps = cfg.lrDecaySteps;
+    s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
+    return s;
+}
+
+std::string toJson(const RunSettings& s) {
+    const ModelConfig& m = s.model;
+    json config{{"model", m.describe()},
+                {"layers", m.layers},
+                {"heads", m.heads},
+                {"channels", m.channels},
+                {"max_seq_len", m.maxSeqLen},
+                {"vocab_size", m.vocabSize},
+                {"inner_steps", s.innerSteps},
+                {"min_inner_steps", s.minInnerSteps},
+                {"batch", s.batch},
+                {"seq_len", s.seqLen},
+                {"peak_lr", s.peakLr},
+                {"min_lr", s.minLr},
+                {"lr_warmup_steps", s.lrWarmupSteps},
+                {"lr_decay_steps", s.lrDecaySteps},
+                {"seed", s.seed}};
+    return config.dump();
+}
+
+Expected<RunSettings> runSettingsFromJson(std::string_view text) {
+    json c = json::parse(text, nullptr, false);
+    if (c.is_discarded())
+        return makeError("database: the run's configuration is not JSON");
+    RunSettings s;
+    s.model.layers = c.at("layers").get<int>();
+    s.model.heads = c.at("heads").get<int>();
+    s.model.channels = c.at("channels").get<int>();
+    s.model.maxSeqLen = c.at("max_seq_len").get<int>();
+    s.model.vocabSize = c.at("vocab_size").get<int>();
+    s.innerSteps = c.at("inner_steps").get<int>();
+    s.minInnerSteps = c.at("min_inner_steps").get<int>();
+    s.batch = c.at("batch").get<int>();
+    s.seqLen = c.at("seq_len").get<int>();
+    s.peakLr = c.at("peak_lr").get<float>();
+    s.minLr = c.at("min_lr").get<float>();
+    // Runs created before the run-wide schedule: its defaults.
+    s.lrWarmupSteps = c.value("lr_warmup_steps", int64_t{100});
+    s.lrDecaySteps = c.value("lr_decay_steps", int64_t{0});
+    s.seed = c.at("seed").get<uint64_t>();
+    return s;
+}
+
+Status Coordinator::Impl::createRun() {
+    if (cfg.corpus.empty())
+        return makeError("the state directory " + cfg.stateDir.string() +
+                         " holds no run yet; give --corpus with text files or directories");
+    auto settings = settingsForNewRun(cfg);
+    if (!settings)
+        return settings.error();
+    const ModelConfig m = settings->model;
+    const int T = settings->seqLen;
     auto tokens = loadTextCorpus(cfg.corpus);
     if (!tokens)
         return makeError("corpus: " + tokens.error().message);
@@ -57,22 +126,6 @@ Status Coordinator::Impl::createRun() {
     if (!published)
         return published.error();
 
-    json config{{"model", m.describe()},
-                {"layers", m.layers},
-                {"heads", m.heads},
-                {"channels", m.channels},
-                {"max_seq_len", m.maxSeqLen},
-                {"vocab_size", m.vocabSize},
-                {"inner_steps", cfg.innerSteps},
-                {"min_inner_steps",
-                 cfg.minInnerSteps > 0 ? cfg.minInnerSteps : std::max(1, cfg.innerSteps / 10)},
-                {"batch", cfg.batch},
-                {"seq_len", T},
-                {"peak_lr", cfg.innerPeakLr},
-                {"min_lr", cfg.innerMinLr},
-                {"lr_warmup_steps", cfg.lrWarmupSteps},
-                {"lr_decay_steps", cfg.lrDecaySteps},
-                {"seed", cfg.seed & ((uint64_t{1} << 53) - 1)}};
     Transaction tx(db);
     if (!tx.started())
         return tx.started();
@@ -81,7 +134,7 @@ Status Coordinator::Impl::createRun() {
         "created_unix) VALUES (?, 0, 0, ?, ?, ?)");
     if (!ins)
         return ins.error();
-    ins->bind(1, config.dump())
+    ins->bind(1, toJson(*settings))
         .bind(2, static_cast<int64_t>(trainPart.size()))
         .bind(3, net::toHex(net::sha256(trainPart)))
         .bind(4, now());
@@ -122,31 +175,17 @@ Status Coordinator::Impl::restore() {
     if (!q->step())
         return makeError("database: the run vanished");
     runId = q->integer(0);
-    json c = json::parse(q->text(1), nullptr, false);
-    if (c.is_discarded())
-        return makeError("database: the run's configuration is not JSON");
-    model.layers = c.at("layers").get<int>();
-    model.heads = c.at("heads").get<int>();
-    model.channels = c.at("channels").get<int>();
-    model.maxSeqLen = c.at("max_seq_len").get<int>();
-    model.vocabSize = c.at("vocab_size").get<int>();
-    P = model.parameterCount();
-    innerSteps = c.at("inner_steps").get<int>();
-    minInnerSteps = c.at("min_inner_steps").get<int>();
-    batch = c.at("batch").get<int>();
-    seqLen = c.at("seq_len").get<int>();
-    peakLr = c.at("peak_lr").get<float>();
-    minLr = c.at("min_lr").get<float>();
-    // Runs created before the run-wide schedule: its defaults.
-    lrWarmupSteps = c.value("lr_warmup_steps", int64_t{100});
-    lrDecaySteps = c.value("lr_decay_steps", int64_t{0});
-    runSeed = c.at("seed").get<uint64_t>();
+    auto settings = runSettingsFromJson(q->text(1));
+    if (!settings)
+        return settings.error();
+    run = *settings;
+    P = run.model.parameterCount();
     version = q->integer(2);
     const int64_t trainBytes = q->integer(3);
     const std::string trainSha = q->text(4);
 
-    if (auto m = ModelConfig::parse(cfg.model); m && !(*m == model))
-        log("note: the state directory's run uses model " + model.describe() +
+    if (auto m = ModelConfig::parse(cfg.model); m && !(*m == run.model))
+        log("note: the state directory's run uses model " + run.model.describe() +
             "; the --model given (" + m->describe() + ") applies to new state directories only");
 
     auto t = readFile(dirs.trainShard());
@@ -164,18 +203,18 @@ Status Coordinator::Impl::restore() {
     validation = std::move(*v);
     shard0 = ServedFile{dirs.trainShard(), trainBytes, net::sha256(train)};
 
-    auto w = loadCheckpoint(dirs.weights(version), model);
+    auto w = loadCheckpoint(dirs.weights(version), run.model);
     if (!w)
         return makeError("weights of version " + std::to_string(version) + ": " +
                          w.error().message);
     theta = std::move(w->parameters);
-    auto mom = loadCheckpoint(dirs.momentum(version), model);
+    auto mom = loadCheckpoint(dirs.momentum(version), run.model);
     if (!mom)
         return makeError("momentum of version " + std::to_string(version) + ": " +
                          mom.error().message);
     vel = std::move(mom->parameters);
     if (static_cast<int64_t>(theta.size()) != P || static_cast<int64_t>(vel.size()) != P)
-        return makeError("weights or momentum have the wrong size for " + model.describe());
+        return makeError("weights or momentum have the wrong size for " + run.model.describe());
     for (int64_t ver = std::max<int64_t>(0, version - cfg.maxStaleness); ver <= version; ++ver) {
         std::error_code ec;
         if (!fs::exists(dirs.weights(ver), ec))
@@ -200,12 +239,12 @@ Status Coordinator::Impl::restore() {
     pending->bind(1, runId);
     while (pending->step()) {
         const int64_t r = pending->integer(0);
-        auto ck = loadCheckpoint(dirs.weights(r + 1), model);
+        auto ck = loadCheckpoint(dirs.weights(r + 1), run.model);
         if (ck)
             evalQueue.push_back(EvalJob{r, std::move(ck->parameters)});
     }
-    log("run " + std::to_string(runId) + ": model " + model.describe() + " (" + std::to_string(P) +
-        " parameters), round " + std::to_string(version) + " open");
+    log("run " + std::to_string(runId) + ": model " + run.model.describe() + " (" +
+        std::to_string(P) + " parameters), round " + std::to_string(version) + " open");
     return {};
 }
 

@@ -21,7 +21,7 @@ std::optional<Outcome<std::string>> UploadSession::State::onHeader() {
         return Outcome<std::string>(refuse(422, "wrong_size",
                                            "the result has " + std::to_string(h->parameterCount) +
                                                " parameters; the run's model " +
-                                               c->model.describe() + " has " +
+                                               c->run.model.describe() + " has " +
                                                std::to_string(c->P)));
     digest = net::resultDigest(*h);
     if (!net::verifySignature(clientKey, digest, signature))

@@ -7,7 +7,7 @@ namespace tandem::coord {
 
 std::optional<double> Coordinator::Impl::evaluate(std::span<const float> weights,
                                                   std::string* error) {
-    const int T = model.maxSeqLen;
+    const int T = run.model.maxSeqLen;
     const int B = std::max(1, cfg.validationBatch);
     const int64_t windows = int64_t{B} * std::max(1, cfg.validationBatches);
     const int64_t len = static_cast<int64_t>(validation.size());
@@ -20,7 +20,7 @@ std::optional<double> Coordinator::Impl::evaluate(std::span<const float> weights
         *error = backend.error().message;
         return std::nullopt;
     }
-    if (auto st = (*backend)->allocate(model, B, T); !st) {
+    if (auto st = (*backend)->allocate(run.model, B, T); !st) {
         *error = st.error().message;
         return std::nullopt;
     }

@@ -36,12 +36,13 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
         }
     }
     // H from the reported throughput, so fast and slow workers take about the same wall time.
-    const int64_t tokensPerStep = int64_t{c.batch} * c.seqLen;
-    int H = c.innerSteps;
+    const int64_t tokensPerStep = int64_t{c.run.batch} * c.run.seqLen;
+    int H = c.run.innerSteps;
     if (req->tokensPerSecond > 0) {
         const double steps =
             req->tokensPerSecond * c.cfg.targetWorkUnitSeconds / static_cast<double>(tokensPerStep);
-        H = static_cast<int>(std::clamp<double>(std::floor(steps), c.minInnerSteps, c.innerSteps));
+        H = static_cast<int>(
+            std::clamp<double>(std::floor(steps), c.run.minInnerSteps, c.run.innerSteps));
     }
     const int64_t trainBytes = static_cast<int64_t>(c.train.size());
     int64_t offset = 0, length = 0, reusedFrom = 0;
@@ -71,8 +72,8 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
         cursor = q->integer(0);
         span = q->integer(1);
         if (reusedFrom == 0) {
-            length = std::min<int64_t>(trainBytes,
-                                       std::max<int64_t>(c.seqLen + 1, int64_t{H} * tokensPerStep));
+            length = std::min<int64_t>(
+                trainBytes, std::max<int64_t>(c.run.seqLen + 1, int64_t{H} * tokensPerStep));
             int64_t skip = 0;
             offset = cursor;
             if (offset + length > trainBytes) {
@@ -90,7 +91,7 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
         }
     }
     const uint64_t seed = [&] {
-        Rng rng(c.runSeed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(now));
+        Rng rng(c.run.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(now));
         return rng.next() & ((uint64_t{1} << 53) - 1);
     }();
     const int64_t deadline = now + int64_t{c.cfg.roundTimeoutSeconds} * (1 + c.cfg.maxStaleness);
@@ -109,8 +110,8 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
         .bind(4, offset)
         .bind(5, length)
         .bind(6, H)
-        .bind(7, c.batch)
-        .bind(8, c.seqLen)
+        .bind(7, c.run.batch)
+        .bind(8, c.run.seqLen)
         .bind(9, static_cast<int64_t>(seed))
         .bind(10, now)
         .bind(11, deadline)
@@ -124,7 +125,7 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
     m.workUnitId = wuId;
     m.runId = c.runId;
     m.baseVersion = c.version;
-    m.model = c.model;
+    m.model = c.run.model;
     const ServedFile& wf = c.weightFiles.at(c.version);
     m.weightsUrl = "/v1/runs/" + std::to_string(c.runId) + "/weights/" + std::to_string(c.version);
     m.weightsSha256 = wf.sha256;
@@ -136,12 +137,10 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
     m.dataSha256 = net::sha256(std::span<const uint8_t>(c.train).subspan(
         static_cast<size_t>(offset), static_cast<size_t>(length)));
     m.innerSteps = H;
-    m.batch = c.batch;
-    m.seqLen = c.seqLen;
-    m.lr = c.lrDecaySteps > 0 ? LrSchedule{c.peakLr, c.minLr, c.lrWarmupSteps, c.lrDecaySteps}
-                              : LrSchedule{c.peakLr, c.peakLr, c.lrWarmupSteps,
-                                           std::max<int64_t>(1, c.lrWarmupSteps)};
-    m.lrStartStep = c.version * c.innerSteps;
+    m.batch = c.run.batch;
+    m.seqLen = c.run.seqLen;
+    m.lr = c.run.lrSchedule();
+    m.lrStartStep = c.version * c.run.innerSteps;
     m.seed = seed;
     m.deadlineUnix = deadline;
     m.heartbeatSeconds = c.cfg.heartbeatSeconds;
