@@ -66,6 +66,22 @@ Coordinator::~Coordinator() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Clients
+
+Outcome<net::RegisterResponse> Coordinator::registerClient(std::string_view body) {
+    auto req = net::RegisterRequest::fromJson(body);
+    if (!req)
+        return refuse(400, "bad_request", req.error().message);
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->clients.add(*req, m_impl->key.publicKey());
+}
+
+Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->clients.authenticate(authorization);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Status and files
 
 net::RunStatus Coordinator::status() {

@@ -6,6 +6,7 @@
 
 #include "coordinator.hpp"
 
+#include "client_registry.hpp"
 #include "messages.hpp"
 #include "result_format.hpp"
 #include "run_setup.hpp"
@@ -48,6 +49,7 @@ struct Coordinator::Impl {
     Database db;
     net::SigningKey key;
     ThreadPool pool;
+    ClientRegistry clients;
 
     int64_t runId = 0;
     RunSettings run;
@@ -59,8 +61,7 @@ struct Coordinator::Impl {
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each
     std::map<int64_t, ServedFile> weightFiles;
-    std::map<int64_t, int64_t> lastSeenWritten;  // client id -> unix seconds
-    std::set<int64_t> uploading;                 // work unit ids with an upload in progress
+    std::set<int64_t> uploading;  // work unit ids with an upload in progress
     std::map<int64_t, int> uploadsPerClient;
     int uploadsTotal = 0;
     std::vector<std::vector<float>> scratchPool;
@@ -77,7 +78,9 @@ struct Coordinator::Impl {
           dirs(std::move(s)),
           db(std::move(d)),
           key(std::move(k)),
-          pool(std::max(1, cfg.threads)) {}
+          pool(std::max(1, cfg.threads)),
+          clients(
+              db, [this] { return now(); }, log) {}
 
     int64_t now() const {
         if (cfg.clock)
