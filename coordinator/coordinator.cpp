@@ -82,6 +82,26 @@ Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Work
+
+Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view body) {
+    auto req = net::WorkRequest::fromJson(body);
+    if (!req)
+        return refuse(400, "bad_request", req.error().message);
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->assignWork(clientId, *req);
+}
+
+Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t workUnitId,
+                                                  std::string_view body) {
+    auto rep = net::ProgressReport::fromJson(body);
+    if (!rep)
+        return refuse(400, "bad_request", rep.error().message);
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->heartbeat(clientId, workUnitId, *rep);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Status and files
 
 net::RunStatus Coordinator::status() {
@@ -170,7 +190,7 @@ std::vector<float> Coordinator::velocity() {
     return m_impl->vel;
 }
 int64_t Coordinator::maxUploadBytes() const {
-    return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * m_impl->P;
+    return m_impl->maxUploadBytes();
 }
 
 }  // namespace tandem::coord

@@ -14,6 +14,7 @@
 #include "sqlite.hpp"
 #include "state_dir.hpp"
 #include "thread_pool.hpp"
+#include "work_assignment.hpp"
 #include "work_units.hpp"
 
 #include <fcntl.h>
@@ -95,6 +96,13 @@ struct Coordinator::Impl {
     Status restore();
     Status rebuildRoundSum();
     void cleanStaleFiles(bool startup);
+
+    // ---- work assignment (work_assignment.cpp), mu held
+
+    Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request);
+    Outcome<net::ProgressReply> heartbeat(int64_t clientId, int64_t workUnitId,
+                                          const net::ProgressReport& report);
+    int64_t maxUploadBytes() const { return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P; }
 
     // ---- rounds
 
