@@ -102,6 +102,22 @@ Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t work
 }
 
 // ---------------------------------------------------------------------------------------------
+// Uploads
+
+Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientId,
+                                                                 int64_t workUnitId,
+                                                                 int64_t contentLength,
+                                                                 std::string_view signature,
+                                                                 bool dryRun) {
+    auto state = m_impl->beginUpload(clientId, workUnitId, contentLength, signature, dryRun);
+    if (!state.ok())
+        return state.refusal();
+    if (!state.value())
+        return std::unique_ptr<UploadSession>();  // dry run
+    return std::unique_ptr<UploadSession>(new UploadSession(std::move(state.value())));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Status and files
 
 net::RunStatus Coordinator::status() {

@@ -14,6 +14,7 @@
 #include "sqlite.hpp"
 #include "state_dir.hpp"
 #include "thread_pool.hpp"
+#include "upload_stream.hpp"
 #include "work_assignment.hpp"
 #include "work_units.hpp"
 
@@ -104,6 +105,16 @@ struct Coordinator::Impl {
                                           const net::ProgressReport& report);
     int64_t maxUploadBytes() const { return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P; }
 
+    // ---- result intake (result_intake.cpp)
+
+    // The checks that need no body, then a slot (nullptr for a dry run).
+    Outcome<std::unique_ptr<UploadSession::State>> beginUpload(int64_t clientId, int64_t workUnitId,
+                                                               int64_t contentLength,
+                                                               std::string_view signature,
+                                                               bool dryRun);
+    // After the stream's checks: the checks against the round, then the commit.
+    Outcome<std::string> commitResult(UploadSession::State& upload);
+
     // ---- rounds
 
     // mu held through `lock`; released while the new version is computed and written.
@@ -121,36 +132,15 @@ struct Coordinator::Impl {
     std::optional<double> evaluate(std::span<const float> weights, std::string* error);
 };
 
+// An upload holding a slot (beginUpload); its destructor gives the slot back.
 struct UploadSession::State {
-    Coordinator::Impl* c = nullptr;
-    int64_t clientId = 0, wuId = 0, baseVersion = 0;
-    int64_t maxTokens = 0;
-    int maxSteps = 0;
-    int64_t expectedBytes = 0;
-    int64_t startedUnix = 0;
-    net::PublicKey clientKey{};
-    net::Signature signature{};
-    bool wasAccepted = false;
-    net::Sha256Digest storedDigest{};
-    std::string storedReceipt;
+    Coordinator::Impl* c;
+    int64_t clientId, wuId, baseVersion;
+    UploadStream stream;
 
-    std::vector<uint8_t> head;
-    std::optional<net::ResultHeader> header;
-    net::Sha256Digest digest{};
-    net::Sha256 payloadHash;
-    std::vector<float> scratch;  // (P) decoded delta
-    std::vector<uint16_t> chunk;
-    size_t chunkBytes = 0;
-    int64_t decoded = 0;  // halves decoded into scratch
-    int64_t received = 0;
-    double sumSquares = 0;
-    int fd = -1;
-    fs::path tmpPath;
-    bool finished = false;
-
+    State(Coordinator::Impl* coordinator, int64_t client, int64_t workUnit, int64_t base,
+          UploadExpectation expectation);
     ~State();
-    std::optional<Refusal> flush();
-    std::optional<Outcome<std::string>> onHeader();
 };
 
 }  // namespace tandem::coord

@@ -1,4 +1,5 @@
-// Result intake: upload slots, and the commit of a checked result.
+// Result intake: an upload's slot (beginUpload), its stream (upload_stream.hpp), and the commit
+// of a checked result into the open round.
 #include "coordinator_impl.hpp"
 
 #include "aggregate.hpp"
@@ -11,20 +12,23 @@ namespace tandem::coord {
 UploadSession::UploadSession(std::unique_ptr<State> state) : m_s(std::move(state)) {}
 UploadSession::~UploadSession() = default;
 
+UploadSession::State::State(Coordinator::Impl* coordinator, int64_t client, int64_t workUnit,
+                            int64_t base, UploadExpectation expectation)
+    : c(coordinator),
+      clientId(client),
+      wuId(workUnit),
+      baseVersion(base),
+      stream(std::move(expectation)) {}
+
 UploadSession::State::~State() {
-    if (fd >= 0)
-        ::close(fd);
-    std::error_code ec;
-    if (!tmpPath.empty())
-        fs::remove(tmpPath, ec);
-    if (c == nullptr)
-        return;  // refused before it took a slot
+    stream.discard();
     std::lock_guard lock(c->mu);
     c->uploading.erase(wuId);
     if (--c->uploadsPerClient[clientId] <= 0)
         c->uploadsPerClient.erase(clientId);
     --c->uploadsTotal;
     // Keep one buffer for the next upload; more would hold P floats each while idle.
+    auto scratch = stream.takeScratch();
     if (!scratch.empty() && c->scratchPool.empty())
         c->scratchPool.push_back(std::move(scratch));
 }
@@ -38,14 +42,13 @@ std::vector<float> Coordinator::Impl::takeScratch() {
     return s;
 }
 
-Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientId,
-                                                                 int64_t workUnitId,
-                                                                 int64_t contentLength,
-                                                                 std::string_view signature,
-                                                                 bool dryRun) {
-    Impl& c = *m_impl;
+Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
+    int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
+    bool dryRun) {
+    Impl& c = *this;
     const int64_t expected = maxUploadBytes();
-    auto state = std::make_unique<UploadSession::State>();
+    std::unique_ptr<UploadSession::State> state;
+    std::vector<float> scratch;
     {
         std::lock_guard lock(c.mu);
         auto q = c.db.prepare(
@@ -110,21 +113,20 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
                               " uploads; retry later",
                           15);
         if (dryRun)
-            return std::unique_ptr<UploadSession>();
-        state->c = &c;
-        state->clientId = clientId;
-        state->wuId = workUnitId;
-        state->baseVersion = base;
-        state->maxSteps = static_cast<int>(q->integer(3));
-        state->maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
-        state->expectedBytes = expected;
-        state->startedUnix = c.now();
+            return std::unique_ptr<UploadSession::State>();
+        UploadExpectation e;
+        e.workUnitId = workUnitId;
+        e.parameterCount = c.P;
+        e.modelName = c.run.model.describe();
+        e.bodyBytes = expected;
+        e.maxSteps = static_cast<int>(q->integer(3));
+        e.maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
         auto pk = q->blob(6);
-        if (pk.size() == state->clientKey.size())
-            std::memcpy(state->clientKey.data(), pk.data(), pk.size());
-        state->signature = *sig;
-        state->wasAccepted = st == "accepted";
-        if (state->wasAccepted) {
+        if (pk.size() == e.clientKey.size())
+            std::memcpy(e.clientKey.data(), pk.data(), pk.size());
+        e.signature = *sig;
+        e.accepted = st == "accepted";
+        if (e.accepted) {
             auto r = c.db.prepare(
                 "SELECT r.result_sha256, p.json FROM results r JOIN receipts p ON "
                 "p.work_unit_id = r.work_unit_id WHERE r.work_unit_id = ?");
@@ -133,26 +135,28 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
             r->bind(1, workUnitId);
             if (!r->step())
                 return internalError("accepted work unit without a receipt");
-            state->storedDigest = toDigest(r->blob(0));
-            state->storedReceipt = r->text(1);
+            e.acceptedDigest = toDigest(r->blob(0));
+            e.acceptedReceipt = r->text(1);
         }
+        e.clock = [this] { return now(); };
+        e.startedUnix = c.now();
+        e.maxSeconds = c.cfg.maxUploadSeconds;
+        // The slot; the State's destructor releases it.
         c.uploading.insert(workUnitId);
         ++c.uploadsPerClient[clientId];
         ++c.uploadsTotal;
-        if (!state->wasAccepted)
-            state->scratch = c.takeScratch();
+        if (!e.accepted)
+            scratch = c.takeScratch();
+        state =
+            std::make_unique<UploadSession::State>(&c, clientId, workUnitId, base, std::move(e));
     }
-    // From here the State destructor releases the slot.
-    if (!state->wasAccepted) {
-        state->scratch.assign(static_cast<size_t>(c.P), 0.0f);
-        state->chunk.resize(kChunkHalves);
-        state->tmpPath = c.dirs.uploads() / (std::to_string(workUnitId) + "-" +
-                                             net::toHex(net::randomBytes(6)) + ".part");
-        state->fd = ::open(state->tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (state->fd < 0)
-            return internalError("cannot create " + state->tmpPath.string());
+    if (!state->stream.isRetryOfAccepted()) {
+        const fs::path staging = c.dirs.uploads() / (std::to_string(workUnitId) + "-" +
+                                                     net::toHex(net::randomBytes(6)) + ".part");
+        if (auto r = state->stream.open(staging, std::move(scratch)))
+            return *r;
     }
-    return std::unique_ptr<UploadSession>(new UploadSession(std::move(state)));
+    return state;
 }
 
 double Coordinator::Impl::normReference() {
@@ -170,31 +174,21 @@ double Coordinator::Impl::normReference() {
     return 0;
 }
 
+std::optional<Outcome<std::string>> UploadSession::feed(std::span<const uint8_t> bytes) {
+    return m_s->stream.feed(bytes);
+}
+
 Outcome<std::string> UploadSession::finish(bool complete) {
-    State& s = *m_s;
-    Coordinator::Impl& c = *s.c;
-    if (s.finished)
-        return internalError("upload finished twice");
-    s.finished = true;
-    if (!complete || s.received != s.expectedBytes)
-        return refuse(400, "truncated",
-                      "the body ended after " + std::to_string(s.received) + " of " +
-                          std::to_string(s.expectedBytes) + " bytes; nothing was counted");
-    if (s.wasAccepted || !s.header)
-        return internalError("upload state");
-    if ((s.chunkBytes % 2) != 0)
-        return refuse(400, "truncated", "odd payload length");
-    if (auto r = s.flush())
+    if (auto r = m_s->stream.finish(complete))
         return *r;
-    if (s.payloadHash.finish() != s.header->payloadSha256)
-        return refuse(422, "digest_mismatch",
-                      "the payload's SHA-256 differs from the one in the result header; the "
-                      "data was damaged in transit or the header is wrong");
-    if (::fsync(s.fd) != 0)
-        return internalError("cannot flush " + s.tmpPath.string());
-    ::close(s.fd);
-    s.fd = -1;
-    const double norm = std::sqrt(s.sumSquares);
+    return m_s->c->commitResult(*m_s);
+}
+
+Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
+    Impl& c = *this;
+    const UploadStream& upload = s.stream;
+    const net::ResultHeader& header = upload.header();
+    const double norm = upload.norm();
 
     std::unique_lock lock(c.mu);
     c.closeCv.wait(lock, [&] { return !c.closing; });
@@ -225,15 +219,15 @@ Outcome<std::string> UploadSession::finish(bool complete) {
                           " times the round's median " + fmt(reference) +
                           "; the result is refused as an outlier");
     const double weight =
-        static_cast<double>(s.header->tokens) * std::pow(c.cfg.staleWeightFactor, staleness);
+        static_cast<double>(header.tokens) * std::pow(c.cfg.staleWeightFactor, staleness);
 
     // Durable payload first: a committed row always has its file.
     std::error_code ec;
     fs::create_directories(c.dirs.round(c.version), ec);
     const fs::path final = c.dirs.payload(c.version, s.wuId);
-    if (::rename(s.tmpPath.c_str(), final.c_str()) != 0)
+    if (::rename(upload.stagingFile().c_str(), final.c_str()) != 0)
         return internalError("cannot move the payload into " + final.string());
-    s.tmpPath.clear();
+    s.stream.releaseStagingFile();
     (void)fsyncPath(c.dirs.round(c.version), true);
 
     net::Receipt receipt;
@@ -242,7 +236,7 @@ Outcome<std::string> UploadSession::finish(bool complete) {
     receipt.round = c.version;
     receipt.weight = weight;
     receipt.timeUnix = now;
-    receipt.resultDigest = s.digest;
+    receipt.resultDigest = upload.resultDigest();
     receipt.sign(c.key);
     const std::string receiptJson = receipt.toJson();
 
@@ -269,24 +263,24 @@ Outcome<std::string> UploadSession::finish(bool complete) {
         ins->bind(1, s.wuId)
             .bind(2, c.version)
             .bind(3, weight)
-            .bind(4, s.header->tokens)
-            .bind(5, s.header->steps)
-            .bind(6, static_cast<double>(s.header->lossLast))
+            .bind(4, header.tokens)
+            .bind(5, header.steps)
+            .bind(6, static_cast<double>(header.lossLast))
             .bind(7, norm)
-            .bind(8, std::span<const uint8_t>(s.header->payloadSha256))
-            .bind(9, std::span<const uint8_t>(s.digest))
-            .bind(10, std::span<const uint8_t>(s.signature))
+            .bind(8, std::span<const uint8_t>(header.payloadSha256))
+            .bind(9, std::span<const uint8_t>(upload.resultDigest()))
+            .bind(10, std::span<const uint8_t>(upload.signature()))
             .bind(11, now);
         rec->bind(1, s.wuId).bind(2, receiptJson);
         wu->bind(1, s.wuId);
-        rnd->bind(1, s.header->tokens).bind(2, weight).bind(3, c.runId).bind(4, c.version);
+        rnd->bind(1, header.tokens).bind(2, weight).bind(3, c.runId).bind(4, c.version);
         for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
             if (auto r = st->run(); !r)
                 return fail(r.error().message);
         if (auto r = tx.commit(); !r)
             return fail(r.error().message);
     }
-    addScaled(c.sum, s.scratch, static_cast<float>(weight), &c.pool);
+    addScaled(c.sum, upload.delta(), static_cast<float>(weight), &c.pool);
     int64_t contributors = 0;
     {
         auto q = c.db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
@@ -298,9 +292,9 @@ Outcome<std::string> UploadSession::finish(bool complete) {
     }
     const int64_t needed = c.roundQuorum();
     c.log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
-          std::to_string(c.version) + ": " + std::to_string(s.header->tokens) + " tokens, weight " +
-          fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(s.header->lossFirst) + " -> " +
-          fmt(s.header->lossLast) + " (" + std::to_string(contributors) + "/" +
+          std::to_string(c.version) + ": " + std::to_string(header.tokens) + " tokens, weight " +
+          fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(header.lossFirst) + " -> " +
+          fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" +
           std::to_string(needed) + ")");
     if (contributors >= needed) {
         if (auto st = c.closeRound(lock); !st)
