@@ -2,15 +2,10 @@
 // Coordinator without HTTP and with a hand-driven clock: disjoint ranges in order, the signed
 // manifest, the per-client limit, an abandoned range handed out again, no work when the round has
 // spanned the shard, and heartbeats.
-#include "harness.hpp"
+#include "direct.hpp"
 #include "work_assignment.hpp"
 
-#include <QTemporaryDir>
 #include <QtTest>
-
-#include <fstream>
-#include <iterator>
-#include <memory>
 
 using namespace tandem;
 using namespace tandem::testing;
@@ -26,63 +21,15 @@ coord::RunSettings settings() {
     return s;
 }
 
-struct Fixture {
-    std::shared_ptr<int64_t> clock = std::make_shared<int64_t>(1'000'000);
-    QTemporaryDir corpusDir;
-    std::unique_ptr<TestCoordinator> t;
-
-    explicit Fixture(size_t corpusBytes = 200000, int maxUnitsPerClient = 2) {
-        coord::CoordinatorConfig c;
-        c.model = "L=1,NH=2,C=16,T=16";
-        c.innerSteps = 8;
-        c.minInnerSteps = 2;
-        c.batch = 2;
-        c.quorum = 3;
-        c.targetWorkUnitSeconds = 100;
-        c.roundTimeoutSeconds = 600;
-        c.maxStaleness = 1;
-        c.heartbeatSeconds = 30;
-        c.heartbeatTimeoutSeconds = 180;
+struct Fixture : DirectCoordinator {
+    explicit Fixture(size_t corpusBytes = 200000, int maxUnitsPerClient = 2)
+        : DirectCoordinator(config(maxUnitsPerClient), corpusBytes) {}
+    static coord::CoordinatorConfig config(int maxUnitsPerClient) {
+        auto c = directConfig();
         c.maxWorkUnitsPerClient = maxUnitsPerClient;
-        c.backgroundThreads = false;
-        c.threads = 1;
-        auto now = clock;
-        c.clock = [now] { return *now; };
-        const auto corpus = std::filesystem::path(corpusDir.path().toStdString()) / "corpus.txt";
-        writeCorpus(corpus, corpusBytes);
-        c.corpus = {corpus};
-        t = std::make_unique<TestCoordinator>(c, false);
+        return c;
     }
-    coord::Coordinator& coordinator() { return t->coordinator(); }
-
-    int64_t registerClient(const std::string& name) {
-        auto key = net::SigningKey::generate().value();
-        auto r = coordinator().registerClient(
-            net::RegisterRequest{name, key.publicKey(), "test"}.toJson());
-        return r.ok() ? r.value().clientId : 0;
-    }
-    coord::Outcome<coord::WorkOffer> request(int64_t client, double tokensPerSecond) {
-        net::WorkRequest w;
-        w.device = "cpu";
-        w.tokensPerSecond = tokensPerSecond;
-        return coordinator().requestWork(client, w.toJson());
-    }
-    net::Manifest work(int64_t client, double tokensPerSecond) {
-        auto offer = request(client, tokensPerSecond);
-        if (!offer.ok() || !offer.value().manifest)
-            return {};
-        return *offer.value().manifest;
-    }
-    std::vector<uint8_t> trainShard() {
-        std::ifstream in(t->stateDir() / "data" / "shard-0.bin", std::ios::binary);
-        return {std::istreambuf_iterator<char>(in), {}};
-    }
-    bool logged(const std::string& part) {
-        for (const auto& line : t->log())
-            if (line.find(part) != std::string::npos)
-                return true;
-        return false;
-    }
+    std::vector<uint8_t> trainShard() { return readStateFile("data/shard-0.bin"); }
 };
 
 }  // namespace
@@ -135,8 +82,8 @@ class TestCoordinatorWork : public QObject {
 
     void assignsDisjointRangesInOrder() {
         Fixture f;
-        QVERIFY2(f.t->ok(), f.t->error().c_str());
-        const int64_t a = f.registerClient("a"), b = f.registerClient("b");
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
         const auto m1 = f.work(a, 1.0);  // H = 3: 96 bytes
         const auto m2 = f.work(b, 0);    // H = 8: 256 bytes
         QCOMPARE(m1.innerSteps, 3);
@@ -170,8 +117,8 @@ class TestCoordinatorWork : public QObject {
 
     void limitsUnitsPerClient() {
         Fixture f;
-        QVERIFY2(f.t->ok(), f.t->error().c_str());
-        const int64_t a = f.registerClient("a");
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a");
         const auto m1 = f.work(a, 0), m2 = f.work(a, 0);
         QVERIFY(m1.workUnitId > 0 && m2.workUnitId > 0);
         auto third = f.request(a, 0);
@@ -185,15 +132,15 @@ class TestCoordinatorWork : public QObject {
 
     void reassignsAnAbandonedRange() {
         Fixture f;
-        QVERIFY2(f.t->ok(), f.t->error().c_str());
-        const int64_t a = f.registerClient("a"), b = f.registerClient("b");
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
         const auto m1 = f.work(a, 1.0);  // [0, 96)
         *f.clock += 181;                 // no heartbeat for longer than the timeout
         f.coordinator().tick();
         const std::string why = "no heartbeat for 181 s; its data was reassigned";
         QVERIFY(f.logged("work unit " + std::to_string(m1.workUnitId) + " abandoned: " + why));
-        auto hb =
-            f.coordinator().progress(a, m1.workUnitId, net::ProgressReport{1, 2.0f, 1.0}.toJson());
+        auto hb = f.coordinator().progress(a.id, m1.workUnitId,
+                                           net::ProgressReport{1, 2.0f, 1.0}.toJson());
         QVERIFY(hb.ok());
         QCOMPARE(hb.value().action, std::string("abandon"));
         QCOMPARE(hb.value().reason, why);
@@ -209,10 +156,10 @@ class TestCoordinatorWork : public QObject {
 
     void noWorkOnceTheRoundSpansTheShard() {
         Fixture f(2000, 100);  // about 1900 train bytes: seven units of 256
-        QVERIFY2(f.t->ok(), f.t->error().c_str());
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
         const size_t trainBytes = f.trainShard().size();
         QVERIFY(trainBytes >= 7 * 256 && trainBytes < 8 * 256);
-        const int64_t a = f.registerClient("a");
+        const auto a = f.registerClient("a");
         for (int i = 0; i < 7; ++i)
             QCOMPARE(f.work(a, 0).dataOffset, int64_t{256} * i);
         auto none = f.request(a, 0);
@@ -229,29 +176,29 @@ class TestCoordinatorWork : public QObject {
 
     void heartbeats() {
         Fixture f;
-        QVERIFY2(f.t->ok(), f.t->error().c_str());
-        const int64_t a = f.registerClient("a"), b = f.registerClient("b");
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
         const auto m = f.work(a, 0);
         *f.clock += 170;
-        auto ok =
-            f.coordinator().progress(a, m.workUnitId, net::ProgressReport{3, 4.5f, 2.0}.toJson());
+        auto ok = f.coordinator().progress(a.id, m.workUnitId,
+                                           net::ProgressReport{3, 4.5f, 2.0}.toJson());
         QVERIFY(ok.ok());
         QCOMPARE(ok.value().action, std::string("continue"));
         *f.clock += 170;  // 340 s after the start, 170 after the heartbeat: still alive
         f.coordinator().tick();
         QCOMPARE(f.coordinator()
-                     .progress(a, m.workUnitId, net::ProgressReport{}.toJson())
+                     .progress(a.id, m.workUnitId, net::ProgressReport{}.toJson())
                      .value()
                      .action,
                  std::string("continue"));
 
-        auto other = f.coordinator().progress(b, m.workUnitId, net::ProgressReport{}.toJson());
+        auto other = f.coordinator().progress(b.id, m.workUnitId, net::ProgressReport{}.toJson());
         QCOMPARE(other.refusal().httpStatus, 403);
         QCOMPARE(other.refusal().code, std::string("not_your_work_unit"));
-        auto unknown = f.coordinator().progress(a, 999, net::ProgressReport{}.toJson());
+        auto unknown = f.coordinator().progress(a.id, 999, net::ProgressReport{}.toJson());
         QCOMPARE(unknown.refusal().httpStatus, 404);
         QCOMPARE(unknown.refusal().code, std::string("unknown_work_unit"));
-        auto bad = f.coordinator().progress(a, m.workUnitId, "not json");
+        auto bad = f.coordinator().progress(a.id, m.workUnitId, "not json");
         QCOMPARE(bad.refusal().httpStatus, 400);
     }
 };
