@@ -34,18 +34,7 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     std::unique_ptr<Coordinator> c(new Coordinator(std::move(impl)));
     if (raw->cfg.backgroundThreads) {
         raw->validator = std::thread([raw] { raw->validatorLoop(); });
-        raw->ticker = std::thread([raw] {
-            std::unique_lock lock(raw->mu);
-            while (!raw->stopping) {
-                raw->tickCv.wait_for(lock, std::chrono::seconds(1));
-                if (raw->stopping)
-                    break;
-                lock.unlock();
-                // tick() takes the lock itself
-                Coordinator::tickImpl(*raw);
-                lock.lock();
-            }
-        });
+        raw->ticker = std::thread([raw] { raw->tickerLoop(); });
     }
     return c;
 }
@@ -115,6 +104,13 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
     if (!state.value())
         return std::unique_ptr<UploadSession>();  // dry run
     return std::unique_ptr<UploadSession>(new UploadSession(std::move(state.value())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounds
+
+void Coordinator::tick() {
+    m_impl->tick();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -122,6 +122,9 @@ struct Coordinator::Impl {
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;
     void abandonTimedOut();  // mu held
+    // Abandons work units without heartbeats, closes the round when it is due.
+    void tick();
+    void tickerLoop();       // the ticker thread: tick() every second
     int64_t roundQuorum();   // mu held: results that close the open round
     double normReference();  // mu held
     std::vector<float> takeScratch();

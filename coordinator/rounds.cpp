@@ -1,10 +1,36 @@
 // Rounds: the close (outer step), the quorum, timeouts and the ticker.
+#include "rounds.hpp"
+
 #include "coordinator_impl.hpp"
 
 #include "aggregate.hpp"
 #include "checkpoint.hpp"
 
 namespace tandem::coord {
+
+Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& model,
+                                       std::span<const float> theta,
+                                       std::span<const float> velocity, std::span<const float> sum,
+                                       double weightSum, std::span<const LateResults> late,
+                                       const OuterConfig& outer, ThreadPool* pool) {
+    std::vector<float> rebased;
+    if (!late.empty())
+        rebased.assign(sum.begin(), sum.end());
+    for (const auto& [base, weight] : late) {
+        auto older = loadCheckpoint(dirs.weights(base), model);
+        if (!older)
+            return makeError("re-basing the results trained from version " + std::to_string(base) +
+                             ": " + older.error().message);
+        if (older->parameters.size() != theta.size())
+            return makeError("weights of version " + std::to_string(base) +
+                             " have the wrong size for " + model.describe());
+        coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), pool);
+    }
+    NextVersion next{{theta.begin(), theta.end()}, {velocity.begin(), velocity.end()}};
+    outerNesterovStep(next.theta, next.velocity, late.empty() ? sum : rebased,
+                      static_cast<float>(1.0 / weightSum), outer, pool);
+    return next;
+}
 
 Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     const int64_t r = version;
@@ -25,7 +51,7 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     if (contributors == 0 || weightSum <= 0)
         return makeError("a round without results cannot close");
     // Late results by base version, to be re-based onto theta (coord::rebaseOnto).
-    std::vector<std::pair<int64_t, double>> late;  // (base version, weight sum)
+    std::vector<LateResults> late;
     {
         auto q = db.prepare(
             "SELECT w.base_version, SUM(s.weight) FROM results s JOIN work_units w ON w.id = "
@@ -35,34 +61,18 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
             return q.error();
         q->bind(1, runId).bind(2, r).bind(3, r);
         while (q->step())
-            late.emplace_back(q->integer(0), q->real(1));
+            late.push_back({q->integer(0), q->real(1)});
     }
     // The outer step and the file reads and writes (seconds for a large model) run without the
     // lock, so that heartbeats, downloads and status stay responsive; commits wait on `closing`,
     // and nothing else changes theta, vel or sum.
     closing = true;
     lock.unlock();
-    std::vector<float> newTheta, newVel;
-    auto published = [&]() -> Expected<ServedFile> {
-        std::vector<float> rebased;
-        if (!late.empty())
-            rebased = sum;
-        for (const auto& [base, weight] : late) {
-            auto older = loadCheckpoint(dirs.weights(base), run.model);
-            if (!older)
-                return makeError("re-basing the results trained from version " +
-                                 std::to_string(base) + ": " + older.error().message);
-            if (older->parameters.size() != theta.size())
-                return makeError("weights of version " + std::to_string(base) +
-                                 " have the wrong size for " + run.model.describe());
-            coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), &pool);
-        }
-        newTheta = theta;
-        newVel = vel;
-        outerNesterovStep(newTheta, newVel, late.empty() ? sum : rebased,
-                          static_cast<float>(1.0 / weightSum), cfg.outer, &pool);
-        return dirs.publish(r + 1, run.model, newTheta, newVel);
-    }();
+    auto next =
+        outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late, cfg.outer, &pool);
+    Expected<ServedFile> published =
+        next ? dirs.publish(r + 1, run.model, next->theta, next->velocity)
+             : Expected<ServedFile>(next.error());
     lock.lock();
     closing = false;
     closeCv.notify_all();
@@ -93,8 +103,8 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         if (auto s = tx.commit(); !s)
             return s;
     }
-    theta.swap(newTheta);
-    vel.swap(newVel);
+    theta.swap(next->theta);
+    vel.swap(next->velocity);
     std::fill(sum.begin(), sum.end(), 0.0f);
     version = r + 1;
     weightFiles[version] = *published;
@@ -153,7 +163,20 @@ void Coordinator::Impl::abandonTimedOut() {
     }
 }
 
-void Coordinator::tickImpl(Impl& c) {
+void Coordinator::Impl::tickerLoop() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+        tickCv.wait_for(lock, std::chrono::seconds(1));
+        if (stopping)
+            break;
+        lock.unlock();
+        tick();  // takes the lock itself
+        lock.lock();
+    }
+}
+
+void Coordinator::Impl::tick() {
+    Impl& c = *this;
     std::unique_lock lock(c.mu);
     if (c.stopping || c.closing)
         return;
@@ -187,10 +210,6 @@ void Coordinator::tickImpl(Impl& c) {
                 .bind(3, c.version)
                 .run();
     }
-}
-
-void Coordinator::tick() {
-    tickImpl(*m_impl);
 }
 
 }  // namespace tandem::coord
