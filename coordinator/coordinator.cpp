@@ -113,6 +113,10 @@ void Coordinator::tick() {
     m_impl->tick();
 }
 
+void Coordinator::waitForValidation() {
+    m_impl->waitForValidation();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Status and files
 

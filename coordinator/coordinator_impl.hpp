@@ -15,6 +15,7 @@
 #include "state_dir.hpp"
 #include "thread_pool.hpp"
 #include "upload_stream.hpp"
+#include "validation_loss.hpp"
 #include "work_assignment.hpp"
 #include "work_units.hpp"
 
@@ -131,8 +132,13 @@ struct Coordinator::Impl {
 
     // ---- validation
 
-    void validatorLoop();
-    std::optional<double> evaluate(std::span<const float> weights, std::string* error);
+    // The validation loss of weights (P) on the run's validation text.
+    Expected<double> evaluate(std::span<const float> weights) const;
+    void recordValidationLoss(int64_t round, double loss);  // mu held
+    void validatorLoop();                                   // the validator thread
+    // Blocks until every queued validation has been recorded (evaluates them itself without
+    // background threads).
+    void waitForValidation();
 };
 
 // An upload holding a slot (beginUpload); its destructor gives the slot back.

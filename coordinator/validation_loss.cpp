@@ -1,56 +1,59 @@
-// The validation loss of each round's weights.
-#include "coordinator_impl.hpp"
+#include "validation_loss.hpp"
 
 #include "backend.hpp"
+#include "coordinator_impl.hpp"
+
+#include <algorithm>
+#include <vector>
 
 namespace tandem::coord {
 
-std::optional<double> Coordinator::Impl::evaluate(std::span<const float> weights,
-                                                  std::string* error) {
-    const int T = run.model.maxSeqLen;
-    const int B = std::max(1, cfg.validationBatch);
-    const int64_t windows = int64_t{B} * std::max(1, cfg.validationBatches);
-    const int64_t len = static_cast<int64_t>(validation.size());
-    if (len < T + 1) {
-        *error = "the validation text is shorter than one window";
-        return std::nullopt;
-    }
-    auto backend = makeCpuBackend("cpu", std::max(1, cfg.threads));
-    if (!backend) {
-        *error = backend.error().message;
-        return std::nullopt;
-    }
-    if (auto st = (*backend)->allocate(run.model, B, T); !st) {
-        *error = st.error().message;
-        return std::nullopt;
-    }
-    if (auto st = (*backend)->loadParameters(weights); !st) {
-        *error = st.error().message;
-        return std::nullopt;
-    }
+Expected<double> validationLoss(const ModelConfig& model, std::span<const float> weights,
+                                std::span<const uint8_t> text, int batches, int batch,
+                                int threads) {
+    const int T = model.maxSeqLen;
+    const int B = std::max(1, batch);
+    const int64_t windows = int64_t{B} * std::max(1, batches);
+    const int64_t len = static_cast<int64_t>(text.size());
+    if (len < T + 1)
+        return makeError("the validation text is shorter than one window");
+    auto backend = makeCpuBackend("cpu", std::max(1, threads));
+    if (!backend)
+        return backend.error();
+    if (auto st = (*backend)->allocate(model, B, T); !st)
+        return st.error();
+    if (auto st = (*backend)->loadParameters(weights); !st)
+        return st.error();
     std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
     double total = 0;
-    int batches = 0;
-    // Fixed, evenly spaced windows: every round is measured on the same text.
+    int count = 0;
     for (int64_t w0 = 0; w0 < windows; w0 += B) {
         for (int b = 0; b < B; ++b) {
             const int64_t w = w0 + b;
             const int64_t off = windows > 1 ? w * (len - T - 1) / (windows - 1) : 0;
             for (int t = 0; t < T; ++t) {
-                inputs[static_cast<size_t>(b) * T + t] = validation[static_cast<size_t>(off + t)];
-                targets[static_cast<size_t>(b) * T + t] =
-                    validation[static_cast<size_t>(off + t + 1)];
+                inputs[static_cast<size_t>(b) * T + t] = text[static_cast<size_t>(off + t)];
+                targets[static_cast<size_t>(b) * T + t] = text[static_cast<size_t>(off + t + 1)];
             }
         }
         auto loss = (*backend)->forward(inputs, targets, B, T);
-        if (!loss) {
-            *error = loss.error().message;
-            return std::nullopt;
-        }
+        if (!loss)
+            return loss.error();
         total += *loss;
-        ++batches;
+        ++count;
     }
-    return total / batches;
+    return total / count;
+}
+
+Expected<double> Coordinator::Impl::evaluate(std::span<const float> weights) const {
+    return validationLoss(run.model, weights, validation, cfg.validationBatches,
+                          cfg.validationBatch, cfg.threads);
+}
+
+void Coordinator::Impl::recordValidationLoss(int64_t round, double loss) {
+    auto u = db.prepare("UPDATE rounds SET val_loss = ? WHERE run_id = ? AND round = ?");
+    if (u)
+        (void)u->bind(1, loss).bind(2, runId).bind(3, round).run();
 }
 
 void Coordinator::Impl::validatorLoop() {
@@ -63,44 +66,36 @@ void Coordinator::Impl::validatorLoop() {
         evalQueue.pop_front();
         ++evalBusy;
         lock.unlock();
-        std::string error;
-        auto loss = evaluate(job.weights, &error);
+        auto loss = evaluate(job.weights);
         lock.lock();
         --evalBusy;
         if (loss) {
-            auto u = db.prepare("UPDATE rounds SET val_loss = ? WHERE run_id = ? AND round = ?");
-            if (u)
-                (void)u->bind(1, *loss).bind(2, runId).bind(3, job.round).run();
+            recordValidationLoss(job.round, *loss);
             log("round " + std::to_string(job.round) + ": validation loss " + fmt(*loss, 6));
         } else {
-            log("round " + std::to_string(job.round) + ": validation failed: " + error);
+            log("round " + std::to_string(job.round) +
+                ": validation failed: " + loss.error().message);
         }
         evalDoneCv.notify_all();
     }
 }
 
-void Coordinator::waitForValidation() {
-    Impl& c = *m_impl;
-    std::unique_lock lock(c.mu);
-    if (!c.cfg.backgroundThreads) {
+void Coordinator::Impl::waitForValidation() {
+    std::unique_lock lock(mu);
+    if (!cfg.backgroundThreads) {
         // No validator thread: evaluate here.
-        while (!c.evalQueue.empty()) {
-            EvalJob job = std::move(c.evalQueue.front());
-            c.evalQueue.pop_front();
-            std::string error;
-            auto loss = c.evaluate(job.weights, &error);
-            if (loss) {
-                auto u =
-                    c.db.prepare("UPDATE rounds SET val_loss = ? WHERE run_id = ? AND round = ?");
-                if (u)
-                    (void)u->bind(1, *loss).bind(2, c.runId).bind(3, job.round).run();
-            } else {
-                c.log("validation failed: " + error);
-            }
+        while (!evalQueue.empty()) {
+            EvalJob job = std::move(evalQueue.front());
+            evalQueue.pop_front();
+            auto loss = evaluate(job.weights);
+            if (loss)
+                recordValidationLoss(job.round, *loss);
+            else
+                log("validation failed: " + loss.error().message);
         }
         return;
     }
-    c.evalDoneCv.wait(lock, [&] { return c.stopping || (c.evalQueue.empty() && c.evalBusy == 0); });
+    evalDoneCv.wait(lock, [&] { return stopping || (evalQueue.empty() && evalBusy == 0); });
 }
 
 }  // namespace tandem::coord
