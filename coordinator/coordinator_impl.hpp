@@ -1,5 +1,6 @@
-// Internal to the coordinator: the state its parts share (Coordinator::Impl), the state of one
-// upload, and small helpers. Not part of the public API (coordinator.hpp).
+// Internal to the coordinator: the state its parts share (Coordinator::Impl) and the state of
+// one upload. Each group of Impl's methods lives in the file named above it; coordinator.cpp is
+// the facade that takes the lock and calls them. Not part of the public API (coordinator.hpp).
 //
 // Dimensions: P parameters.
 #pragma once
@@ -19,12 +20,8 @@
 #include "work_assignment.hpp"
 #include "work_units.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -34,8 +31,6 @@
 namespace tandem::coord {
 
 namespace fs = std::filesystem;
-
-inline constexpr size_t kChunkHalves = size_t{1} << 19;  // 1 MiB of payload per decode step
 
 struct EvalJob {
     int64_t round = 0;
@@ -51,9 +46,10 @@ struct Coordinator::Impl {
     StateDir dirs;
     Database db;
     net::SigningKey key;
-    ThreadPool pool;
+    ThreadPool pool;  // aggregation, outer step
     ClientRegistry clients;
 
+    // The run (fixed when it was created).
     int64_t runId = 0;
     RunSettings run;
     int64_t P = 0;
@@ -61,14 +57,20 @@ struct Coordinator::Impl {
     std::vector<uint8_t> validation;  // held-out tail of the corpus
     ServedFile shard0;
 
+    // The open round.
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each
     std::map<int64_t, ServedFile> weightFiles;
-    std::set<int64_t> uploading;  // work unit ids with an upload in progress
+    bool closing = false;  // a round close is writing files; commits wait for it
+    std::condition_variable closeCv;
+
+    // Uploads in progress.
+    std::set<int64_t> uploading;  // work unit ids
     std::map<int64_t, int> uploadsPerClient;
     int uploadsTotal = 0;
     std::vector<std::vector<float>> scratchPool;
 
+    // The ticker and the validator.
     std::thread ticker, validator;
     std::condition_variable tickCv, evalCv, evalDoneCv;
     std::deque<EvalJob> evalQueue;
@@ -92,10 +94,12 @@ struct Coordinator::Impl {
                    std::chrono::system_clock::now().time_since_epoch())
             .count();
     }
-    // ---- startup
+    int64_t maxUploadBytes() const { return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P; }
 
+    // ---- run set-up (run_setup.cpp)
+
+    Status restore();  // creates the run on first start
     Status createRun();
-    Status restore();
     Status rebuildRoundSum();
     void cleanStaleFiles(bool startup);
 
@@ -104,7 +108,6 @@ struct Coordinator::Impl {
     Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request);
     Outcome<net::ProgressReply> heartbeat(int64_t clientId, int64_t workUnitId,
                                           const net::ProgressReport& report);
-    int64_t maxUploadBytes() const { return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P; }
 
     // ---- result intake (result_intake.cpp)
 
@@ -115,22 +118,20 @@ struct Coordinator::Impl {
                                                                bool dryRun);
     // After the stream's checks: the checks against the round, then the commit.
     Outcome<std::string> commitResult(UploadSession::State& upload);
+    double normReference();  // mu held: the median norm of this round's (or the last) results
+    std::vector<float> takeScratch();  // mu held
 
-    // ---- rounds
+    // ---- rounds (rounds.cpp)
 
     // mu held through `lock`; released while the new version is computed and written.
     Status closeRound(std::unique_lock<std::mutex>& lock);
-    bool closing = false;  // a round close is writing files; commits wait for it
-    std::condition_variable closeCv;
+    int64_t roundQuorum();   // mu held: results that close the open round
     void abandonTimedOut();  // mu held
     // Abandons work units without heartbeats, closes the round when it is due.
     void tick();
-    void tickerLoop();       // the ticker thread: tick() every second
-    int64_t roundQuorum();   // mu held: results that close the open round
-    double normReference();  // mu held
-    std::vector<float> takeScratch();
+    void tickerLoop();  // the ticker thread: tick() every second
 
-    // ---- validation
+    // ---- validation (validation_loss.cpp)
 
     // The validation loss of weights (P) on the run's validation text.
     Expected<double> evaluate(std::span<const float> weights) const;

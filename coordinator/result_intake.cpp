@@ -6,6 +6,8 @@
 #include "result_format.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 namespace tandem::coord {
 
@@ -45,13 +47,12 @@ std::vector<float> Coordinator::Impl::takeScratch() {
 Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
     bool dryRun) {
-    Impl& c = *this;
     const int64_t expected = maxUploadBytes();
     std::unique_ptr<UploadSession::State> state;
     std::vector<float> scratch;
     {
-        std::lock_guard lock(c.mu);
-        auto q = c.db.prepare(
+        std::lock_guard lock(mu);
+        auto q = db.prepare(
             "SELECT w.client_id, w.state, w.base_version, w.inner_steps, w.batch, w.seq_len, "
             "c.public_key, COALESCE(w.abandon_reason, '') FROM work_units w JOIN clients c ON "
             "c.id = w.client_id WHERE w.id = ?");
@@ -67,15 +68,15 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         if (contentLength > expected)
             return refuse(413, "too_large",
                           "the body has " + std::to_string(contentLength) +
-                              " bytes; a result for " + c.run.model.describe() + " is exactly " +
+                              " bytes; a result for " + run.model.describe() + " is exactly " +
                               std::to_string(expected) + " bytes (128-byte header + 2 x " +
-                              std::to_string(c.P) + " parameters)");
+                              std::to_string(P) + " parameters)");
         if (contentLength != expected)
             return refuse(400, "wrong_size",
                           "the body has " + std::to_string(contentLength) +
-                              " bytes; a result for " + c.run.model.describe() + " is exactly " +
+                              " bytes; a result for " + run.model.describe() + " is exactly " +
                               std::to_string(expected) + " bytes (128-byte header + 2 x " +
-                              std::to_string(c.P) + " parameters)");
+                              std::to_string(P) + " parameters)");
         auto sig = net::signatureFromBase64(signature);
         if (signature.empty() || !sig)
             return refuse(400, "bad_signature",
@@ -85,39 +86,39 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
                               : "X-Tandem-Signature: " + sig.error().message);
         const std::string st = q->text(1);
         const int64_t base = q->integer(2);
-        if (st != "accepted" && c.version - base > c.cfg.maxStaleness)
+        if (st != "accepted" && version - base > cfg.maxStaleness)
             return refuse(409, "stale",
                           "work unit " + std::to_string(workUnitId) + " trained from version " +
                               std::to_string(base) + "; the run is at version " +
-                              std::to_string(c.version) + " and accepts results at most " +
-                              std::to_string(c.cfg.maxStaleness) + " version(s) old");
+                              std::to_string(version) + " and accepts results at most " +
+                              std::to_string(cfg.maxStaleness) + " version(s) old");
         if (st == "abandoned")
             return refuse(409, "work_unit_abandoned",
                           "work unit " + std::to_string(workUnitId) +
                               " was abandoned and its data reassigned: " + q->text(7));
-        if (c.uploading.count(workUnitId))
+        if (uploading.count(workUnitId))
             return refuse(409, "upload_in_progress",
                           "an upload for work unit " + std::to_string(workUnitId) +
                               " is already in progress; retry when it has ended");
-        if (c.uploadsPerClient[clientId] >= c.cfg.maxUploadsPerClient) {
-            if (c.uploadsPerClient[clientId] == 0)
-                c.uploadsPerClient.erase(clientId);
+        if (uploadsPerClient[clientId] >= cfg.maxUploadsPerClient) {
+            if (uploadsPerClient[clientId] == 0)
+                uploadsPerClient.erase(clientId);
             return refuse(429, "too_many_uploads",
-                          "this client already has " + std::to_string(c.cfg.maxUploadsPerClient) +
+                          "this client already has " + std::to_string(cfg.maxUploadsPerClient) +
                               " upload(s) in progress",
                           10);
         }
-        if (c.uploadsTotal >= c.cfg.maxConcurrentUploads)
+        if (uploadsTotal >= cfg.maxConcurrentUploads)
             return refuse(503, "busy",
-                          "the coordinator is receiving " + std::to_string(c.uploadsTotal) +
+                          "the coordinator is receiving " + std::to_string(uploadsTotal) +
                               " uploads; retry later",
                           15);
         if (dryRun)
             return std::unique_ptr<UploadSession::State>();
         UploadExpectation e;
         e.workUnitId = workUnitId;
-        e.parameterCount = c.P;
-        e.modelName = c.run.model.describe();
+        e.parameterCount = P;
+        e.modelName = run.model.describe();
         e.bodyBytes = expected;
         e.maxSteps = static_cast<int>(q->integer(3));
         e.maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
@@ -127,7 +128,7 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         e.signature = *sig;
         e.accepted = st == "accepted";
         if (e.accepted) {
-            auto r = c.db.prepare(
+            auto r = db.prepare(
                 "SELECT r.result_sha256, p.json FROM results r JOIN receipts p ON "
                 "p.work_unit_id = r.work_unit_id WHERE r.work_unit_id = ?");
             if (!r)
@@ -139,20 +140,20 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
             e.acceptedReceipt = r->text(1);
         }
         e.clock = [this] { return now(); };
-        e.startedUnix = c.now();
-        e.maxSeconds = c.cfg.maxUploadSeconds;
+        e.startedUnix = now();
+        e.maxSeconds = cfg.maxUploadSeconds;
         // The slot; the State's destructor releases it.
-        c.uploading.insert(workUnitId);
-        ++c.uploadsPerClient[clientId];
-        ++c.uploadsTotal;
+        uploading.insert(workUnitId);
+        ++uploadsPerClient[clientId];
+        ++uploadsTotal;
         if (!e.accepted)
-            scratch = c.takeScratch();
+            scratch = takeScratch();
         state =
-            std::make_unique<UploadSession::State>(&c, clientId, workUnitId, base, std::move(e));
+            std::make_unique<UploadSession::State>(this, clientId, workUnitId, base, std::move(e));
     }
     if (!state->stream.isRetryOfAccepted()) {
-        const fs::path staging = c.dirs.uploads() / (std::to_string(workUnitId) + "-" +
-                                                     net::toHex(net::randomBytes(6)) + ".part");
+        const fs::path staging = dirs.uploads() / (std::to_string(workUnitId) + "-" +
+                                                   net::toHex(net::randomBytes(6)) + ".part");
         if (auto r = state->stream.open(staging, std::move(scratch)))
             return *r;
     }
@@ -185,17 +186,16 @@ Outcome<std::string> UploadSession::finish(bool complete) {
 }
 
 Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
-    Impl& c = *this;
     const UploadStream& upload = s.stream;
     const net::ResultHeader& header = upload.header();
     const double norm = upload.norm();
 
-    std::unique_lock lock(c.mu);
-    c.closeCv.wait(lock, [&] { return !c.closing; });
-    const int64_t now = c.now();
+    std::unique_lock lock(mu);
+    closeCv.wait(lock, [&] { return !closing; });
+    const int64_t nowUnix = now();
     {
         auto q =
-            c.db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
+            db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
         if (!q)
             return internalError(q.error().message);
         q->bind(1, s.wuId);
@@ -206,38 +206,38 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
                           "work unit " + std::to_string(s.wuId) +
                               " was abandoned while uploading: " + q->text(1));
     }
-    const int64_t staleness = c.version - s.baseVersion;
-    if (staleness > c.cfg.maxStaleness)
+    const int64_t staleness = version - s.baseVersion;
+    if (staleness > cfg.maxStaleness)
         return refuse(409, "stale",
                       "work unit " + std::to_string(s.wuId) + " trained from version " +
                           std::to_string(s.baseVersion) + "; the run moved on to version " +
-                          std::to_string(c.version) + " during the upload");
-    const double reference = c.normReference();
-    if (reference > 0 && norm > c.cfg.maxNormRatio * reference)
+                          std::to_string(version) + " during the upload");
+    const double reference = normReference();
+    if (reference > 0 && norm > cfg.maxNormRatio * reference)
         return refuse(422, "outlier_norm",
-                      "the delta's norm " + fmt(norm) + " is more than " + fmt(c.cfg.maxNormRatio) +
+                      "the delta's norm " + fmt(norm) + " is more than " + fmt(cfg.maxNormRatio) +
                           " times the round's median " + fmt(reference) +
                           "; the result is refused as an outlier");
     const double weight =
-        static_cast<double>(header.tokens) * std::pow(c.cfg.staleWeightFactor, staleness);
+        static_cast<double>(header.tokens) * std::pow(cfg.staleWeightFactor, staleness);
 
     // Durable payload first: a committed row always has its file.
     std::error_code ec;
-    fs::create_directories(c.dirs.round(c.version), ec);
-    const fs::path final = c.dirs.payload(c.version, s.wuId);
+    fs::create_directories(dirs.round(version), ec);
+    const fs::path final = dirs.payload(version, s.wuId);
     if (::rename(upload.stagingFile().c_str(), final.c_str()) != 0)
         return internalError("cannot move the payload into " + final.string());
     s.stream.releaseStagingFile();
-    (void)fsyncPath(c.dirs.round(c.version), true);
+    (void)fsyncPath(dirs.round(version), true);
 
     net::Receipt receipt;
     receipt.workUnitId = s.wuId;
     receipt.clientId = s.clientId;
-    receipt.round = c.version;
+    receipt.round = version;
     receipt.weight = weight;
-    receipt.timeUnix = now;
+    receipt.timeUnix = nowUnix;
     receipt.resultDigest = upload.resultDigest();
-    receipt.sign(c.key);
+    receipt.sign(key);
     const std::string receiptJson = receipt.toJson();
 
     auto fail = [&](const std::string& what) {
@@ -246,22 +246,22 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         return internalError(what);
     };
     {
-        Transaction tx(c.db);
+        Transaction tx(db);
         if (!tx.started())
             return fail(tx.started().error().message);
-        auto ins = c.db.prepare(
+        auto ins = db.prepare(
             "INSERT INTO results(work_unit_id, seq, round, weight, tokens, steps, loss_last, norm, "
             "payload_sha256, result_sha256, signature, received_unix) VALUES (?, (SELECT "
             "COALESCE(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        auto rec = c.db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
-        auto wu = c.db.prepare("UPDATE work_units SET state = 'accepted' WHERE id = ?");
-        auto rnd = c.db.prepare(
+        auto rec = db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
+        auto wu = db.prepare("UPDATE work_units SET state = 'accepted' WHERE id = ?");
+        auto rnd = db.prepare(
             "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, weight_sum = "
             "weight_sum + ? WHERE run_id = ? AND round = ?");
         if (!ins || !rec || !wu || !rnd)
             return fail("cannot prepare the result insert");
         ins->bind(1, s.wuId)
-            .bind(2, c.version)
+            .bind(2, version)
             .bind(3, weight)
             .bind(4, header.tokens)
             .bind(5, header.steps)
@@ -270,35 +270,35 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
             .bind(8, std::span<const uint8_t>(header.payloadSha256))
             .bind(9, std::span<const uint8_t>(upload.resultDigest()))
             .bind(10, std::span<const uint8_t>(upload.signature()))
-            .bind(11, now);
+            .bind(11, nowUnix);
         rec->bind(1, s.wuId).bind(2, receiptJson);
         wu->bind(1, s.wuId);
-        rnd->bind(1, header.tokens).bind(2, weight).bind(3, c.runId).bind(4, c.version);
+        rnd->bind(1, header.tokens).bind(2, weight).bind(3, runId).bind(4, version);
         for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
             if (auto r = st->run(); !r)
                 return fail(r.error().message);
         if (auto r = tx.commit(); !r)
             return fail(r.error().message);
     }
-    addScaled(c.sum, upload.delta(), static_cast<float>(weight), &c.pool);
+    addScaled(sum, upload.delta(), static_cast<float>(weight), &pool);
     int64_t contributors = 0;
     {
-        auto q = c.db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
+        auto q = db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
         if (q) {
-            q->bind(1, c.runId).bind(2, c.version);
+            q->bind(1, runId).bind(2, version);
             if (q->step())
                 contributors = q->integer(0);
         }
     }
-    const int64_t needed = c.roundQuorum();
-    c.log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
-          std::to_string(c.version) + ": " + std::to_string(header.tokens) + " tokens, weight " +
-          fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(header.lossFirst) + " -> " +
-          fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" +
-          std::to_string(needed) + ")");
+    const int64_t needed = roundQuorum();
+    log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
+        std::to_string(version) + ": " + std::to_string(header.tokens) + " tokens, weight " +
+        fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(header.lossFirst) + " -> " +
+        fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" + std::to_string(needed) +
+        ")");
     if (contributors >= needed) {
-        if (auto st = c.closeRound(lock); !st)
-            c.log("error: closing the round failed: " + st.error().message);
+        if (auto st = closeRound(lock); !st)
+            log("error: closing the round failed: " + st.error().message);
     }
     return receiptJson;
 }

@@ -176,39 +176,35 @@ void Coordinator::Impl::tickerLoop() {
 }
 
 void Coordinator::Impl::tick() {
-    Impl& c = *this;
-    std::unique_lock lock(c.mu);
-    if (c.stopping || c.closing)
+    std::unique_lock lock(mu);
+    if (stopping || closing)
         return;
-    c.abandonTimedOut();
-    auto q = c.db.prepare(
-        "SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
+    abandonTimedOut();
+    auto q =
+        db.prepare("SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
     if (!q)
         return;
-    q->bind(1, c.runId).bind(2, c.version);
+    q->bind(1, runId).bind(2, version);
     if (!q->step())
         return;
     const int64_t deadline = q->integer(0), contributors = q->integer(1);
     // A worker that went silent no longer holds up a round that waits for the active ones.
-    if (contributors > 0 && c.cfg.quorumOfActiveWorkers && contributors >= c.roundQuorum()) {
-        if (auto st = c.closeRound(lock); !st)
-            c.log("error: closing the round failed: " + st.error().message);
+    if (contributors > 0 && cfg.quorumOfActiveWorkers && contributors >= roundQuorum()) {
+        if (auto st = closeRound(lock); !st)
+            log("error: closing the round failed: " + st.error().message);
         return;
     }
-    if (c.now() < deadline)
+    if (now() < deadline)
         return;
     if (contributors > 0) {
-        c.log("round " + std::to_string(c.version) + " reached its deadline with " +
-              std::to_string(contributors) + " of " + std::to_string(c.roundQuorum()) + " results");
-        if (auto st = c.closeRound(lock); !st)
-            c.log("error: closing the round failed: " + st.error().message);
+        log("round " + std::to_string(version) + " reached its deadline with " +
+            std::to_string(contributors) + " of " + std::to_string(roundQuorum()) + " results");
+        if (auto st = closeRound(lock); !st)
+            log("error: closing the round failed: " + st.error().message);
     } else {
-        auto u = c.db.prepare("UPDATE rounds SET deadline_unix = ? WHERE run_id = ? AND round = ?");
+        auto u = db.prepare("UPDATE rounds SET deadline_unix = ? WHERE run_id = ? AND round = ?");
         if (u)
-            (void)u->bind(1, c.now() + c.cfg.roundTimeoutSeconds)
-                .bind(2, c.runId)
-                .bind(3, c.version)
-                .run();
+            (void)u->bind(1, now() + cfg.roundTimeoutSeconds).bind(2, runId).bind(3, version).run();
     }
 }
 

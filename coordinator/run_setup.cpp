@@ -11,6 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
 namespace tandem::coord {
 
 using nlohmann::json;
@@ -254,8 +258,8 @@ Status Coordinator::Impl::rebuildRoundSum() {
     if (!q)
         return q.error();
     q->bind(1, version);
-    std::vector<uint16_t> halves(kChunkHalves);
-    std::vector<float> decoded(kChunkHalves);
+    std::vector<uint16_t> halves(kDecodeChunkHalves);
+    std::vector<float> decoded(kDecodeChunkHalves);
     int count = 0;
     while (q->step()) {
         const int64_t wu = q->integer(0);
@@ -270,7 +274,7 @@ Status Coordinator::Impl::rebuildRoundSum() {
         net::Sha256 h;
         int64_t pos = 0;
         while (pos < P) {
-            const size_t n = static_cast<size_t>(std::min<int64_t>(kChunkHalves, P - pos));
+            const size_t n = static_cast<size_t>(std::min<int64_t>(kDecodeChunkHalves, P - pos));
             if (std::fread(halves.data(), 2, n, f) != n)
                 break;
             h.update(

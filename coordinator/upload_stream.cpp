@@ -12,10 +12,6 @@
 
 namespace tandem::coord {
 
-namespace {
-constexpr size_t kChunkHalves = size_t{1} << 19;  // 1 MiB of payload per decode step
-}
-
 UploadStream::UploadStream(UploadExpectation expectation) : m_expect(std::move(expectation)) {}
 
 UploadStream::~UploadStream() {
@@ -40,7 +36,7 @@ std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFi
                                           std::vector<float> scratch) {
     m_scratch = std::move(scratch);
     m_scratch.assign(static_cast<size_t>(m_expect.parameterCount), 0.0f);
-    m_chunk.resize(kChunkHalves);
+    m_chunk.resize(kDecodeChunkHalves);
     m_stagingFile = stagingFile;
     m_fd = ::open(m_stagingFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (m_fd < 0)

@@ -20,6 +20,9 @@
 
 namespace tandem::coord {
 
+// Payload halves decoded per step (1 MiB), here and when a restart rebuilds the round sum.
+inline constexpr size_t kDecodeChunkHalves = size_t{1} << 19;
+
 // What an upload must match, fixed when it begins.
 struct UploadExpectation {
     int64_t workUnitId = 0;
