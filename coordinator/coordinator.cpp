@@ -1,3 +1,6 @@
+// The facade: Coordinator's public calls parse their input, take the lock and hand over to the
+// parts (coordinator_impl.hpp); status and the served files are answered here.
+//
 // Dimensions: P parameters.
 #include "coordinator.hpp"
 
