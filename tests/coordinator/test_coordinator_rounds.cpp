@@ -29,6 +29,24 @@ coord::CoordinatorConfig exactConfig() {
     return c;
 }
 
+// A new client takes a unit and uploads a result for it.
+bool contribute(DirectCoordinator& f, const std::string& name) {
+    auto client = f.registerClient(name);
+    const auto m = f.work(client);
+    const auto delta = constantDelta(f.coordinator().parameterCount(), kHalfOne);
+    return f.upload(client, buildResult(m, delta, client.key)).ok();
+}
+
+// The open round 0 is still open when ticked one second before `closeAt`, and closes at it.
+void expectCloseAt(DirectCoordinator& f, int64_t closeAt) {
+    *f.clock = closeAt - 1;
+    f.coordinator().tick();
+    QCOMPARE(f.coordinator().currentVersion(), int64_t{0});
+    *f.clock = closeAt;
+    f.coordinator().tick();
+    QCOMPARE(f.coordinator().currentVersion(), int64_t{1});
+}
+
 }  // namespace
 
 class TestCoordinatorRounds : public QObject {
@@ -139,17 +157,9 @@ class TestCoordinatorRounds : public QObject {
         cfg.quorum = 3;
         DirectCoordinator f(cfg);
         QVERIFY2(f.t().ok(), f.t().error().c_str());
-        auto& c = f.coordinator();
-        auto a = f.registerClient("a");
-        const auto m = f.work(a);
-        QVERIFY(
-            f.upload(a, buildResult(m, constantDelta(c.parameterCount(), kHalfOne), a.key)).ok());
-        *f.clock += 599;
-        c.tick();
-        QCOMPARE(c.currentVersion(), int64_t{0});
-        *f.clock += 1;  // the round's deadline: opened + 600 s
-        c.tick();
-        QCOMPARE(c.currentVersion(), int64_t{1});
+        const int64_t start = *f.clock;
+        QVERIFY(contribute(f, "a"));
+        expectCloseAt(f, start + 600);  // the round's deadline: opened + 600 s
         QVERIFY(f.logged("round 0 reached its deadline with 1 of 3 results"));
     }
 
@@ -158,21 +168,12 @@ class TestCoordinatorRounds : public QObject {
         cfg.quorum = 3;
         DirectCoordinator f(cfg);
         QVERIFY2(f.t().ok(), f.t().error().c_str());
-        auto& c = f.coordinator();
         const int64_t start = *f.clock;
         *f.clock = start + 600;
-        c.tick();  // no result: the deadline moves to start + 1200
-        QCOMPARE(c.currentVersion(), int64_t{0});
-        auto a = f.registerClient("a");
-        const auto m = f.work(a);
-        QVERIFY(
-            f.upload(a, buildResult(m, constantDelta(c.parameterCount(), kHalfOne), a.key)).ok());
-        *f.clock = start + 1199;
-        c.tick();
-        QCOMPARE(c.currentVersion(), int64_t{0});
-        *f.clock = start + 1200;
-        c.tick();
-        QCOMPARE(c.currentVersion(), int64_t{1});
+        f.coordinator().tick();  // no result: the deadline moves to start + 1200
+        QCOMPARE(f.coordinator().currentVersion(), int64_t{0});
+        QVERIFY(contribute(f, "a"));
+        expectCloseAt(f, start + 1200);
     }
 
     void workUnitTimeouts() {
