@@ -158,7 +158,6 @@ class Coordinator {
 
   private:
     explicit Coordinator(std::unique_ptr<Impl> impl);
-    static void tickImpl(Impl& impl);
     std::unique_ptr<Impl> m_impl;
 };
 

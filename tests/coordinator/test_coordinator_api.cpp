@@ -5,6 +5,7 @@
 #include "checkpoint.hpp"
 #include "codec.hpp"
 #include "sqlite.hpp"
+#include "validation_loss.hpp"
 
 #include <QFile>
 #include <QtTest>
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 using namespace tandem;
@@ -672,11 +674,23 @@ class TestCoordinatorApi : public QObject {
         auto status = t.coordinator().status();
         QCOMPARE(status.round, 3);
         QCOMPARE(status.history.size(), size_t(3));
+        std::ifstream in(t.stateDir() / "data" / "validation.bin", std::ios::binary);
+        const std::vector<uint8_t> text{std::istreambuf_iterator<char>(in), {}};
         for (const auto& h : status.history) {
             QCOMPARE(h.contributors, 1);
             QVERIFY(h.valLoss.has_value());
             QVERIFY(std::isfinite(*h.valLoss));
-            QVERIFY(*h.valLoss > 4.0 && *h.valLoss < 7.0);  // near ln(256) = 5.55 for a fresh model
+            // Exactly the loss of the weights the round published (the function alone is checked
+            // against ln 256 in test_coordinator_validation).
+            auto published = loadCheckpoint(
+                t.stateDir() / "weights" / ("v" + std::to_string(h.round + 1) + ".ckpt"),
+                t.coordinator().model());
+            QVERIFY(published);
+            auto loss =
+                coord::validationLoss(t.coordinator().model(), published->parameters, text,
+                                      cfg.validationBatches, cfg.validationBatch, cfg.threads);
+            QVERIFY(loss);
+            QCOMPARE(*h.valLoss, *loss);
         }
     }
 

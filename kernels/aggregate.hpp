@@ -1,4 +1,6 @@
 // The elementwise steps of a round's sum: committing a checked upload, and re-basing late ones.
+// The coordinator's (hence namespace coord), here so that tandem-bench-diloco rounds exactly like
+// it without linking the server. Compiled with -ffp-contract=off (CMakeLists.txt).
 //
 // Dimensions: N elements.
 #pragma once

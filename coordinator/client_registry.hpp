@@ -1,0 +1,34 @@
+// The client registry: registration and bearer tokens. The database keeps only a token's
+// SHA-256; the token itself is returned once, at registration. Not thread-safe: the coordinator
+// holds its lock around every call.
+#pragma once
+
+#include "coordinator.hpp"
+#include "sqlite.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string_view>
+
+namespace tandem::coord {
+
+class ClientRegistry {
+  public:
+    // clock: unix seconds. db must outlive the registry.
+    ClientRegistry(Database& db, std::function<int64_t()> clock, Logger log);
+
+    // Registers a client under a fresh random token; coordinatorKey goes into the answer.
+    Outcome<net::RegisterResponse> add(const net::RegisterRequest& request,
+                                       const net::PublicKey& coordinatorKey);
+    // "Bearer <token>" -> client id; 401 for a missing, malformed or unknown token.
+    Outcome<int64_t> authenticate(std::string_view authorization);
+
+  private:
+    Database& m_db;
+    std::function<int64_t()> m_clock;
+    Logger m_log;
+    std::map<int64_t, int64_t> m_lastSeenWritten;  // client id -> unix seconds
+};
+
+}  // namespace tandem::coord

@@ -1,0 +1,156 @@
+// Internal to the coordinator: the state its parts share (Coordinator::Impl) and the state of
+// one upload. Each group of Impl's methods lives in the file named above it; coordinator.cpp is
+// the facade that takes the lock and calls them. Not part of the public API (coordinator.hpp).
+//
+// Dimensions: P parameters.
+#pragma once
+
+#include "coordinator.hpp"
+
+#include "client_registry.hpp"
+#include "messages.hpp"
+#include "result_format.hpp"
+#include "run_setup.hpp"
+#include "schema.hpp"
+#include "sqlite.hpp"
+#include "state_dir.hpp"
+#include "thread_pool.hpp"
+#include "upload_stream.hpp"
+#include "validation_loss.hpp"
+#include "work_assignment.hpp"
+#include "work_units.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace tandem::coord {
+
+namespace fs = std::filesystem;
+
+struct EvalJob {
+    int64_t round = 0;
+    std::vector<float> weights;  // (P) the version the round produced
+};
+
+// ---------------------------------------------------------------------------------------------
+
+struct Coordinator::Impl {
+    CoordinatorConfig cfg;
+    Logger log;
+    std::mutex mu;  // guards everything below, including the database connection
+    StateDir dirs;
+    Database db;
+    net::SigningKey key;
+    ThreadPool pool;  // aggregation, outer step
+    ClientRegistry clients;
+
+    // The run (fixed when it was created).
+    int64_t runId = 0;
+    RunSettings run;
+    int64_t P = 0;
+    std::vector<uint8_t> train;       // shard 0
+    std::vector<uint8_t> validation;  // held-out tail of the corpus
+    ServedFile shard0;
+
+    // The open round.
+    int64_t version = 0;                 // the open round = the current weights version
+    std::vector<float> theta, vel, sum;  // (P) each
+    std::map<int64_t, ServedFile> weightFiles;
+    bool closing = false;  // a round close is writing files; commits wait for it
+    std::condition_variable closeCv;
+
+    // Uploads in progress.
+    std::set<int64_t> uploading;  // work unit ids
+    std::map<int64_t, int> uploadsPerClient;
+    int uploadsTotal = 0;
+    std::vector<std::vector<float>> scratchPool;
+
+    // The ticker and the validator.
+    std::thread ticker, validator;
+    std::condition_variable tickCv, evalCv, evalDoneCv;
+    std::deque<EvalJob> evalQueue;
+    int evalBusy = 0;
+    bool stopping = false;
+
+    Impl(CoordinatorConfig c, Logger l, StateDir s, Database d, net::SigningKey k)
+        : cfg(std::move(c)),
+          log(std::move(l)),
+          dirs(std::move(s)),
+          db(std::move(d)),
+          key(std::move(k)),
+          pool(std::max(1, cfg.threads)),
+          clients(
+              db, [this] { return now(); }, log) {}
+
+    int64_t now() const {
+        if (cfg.clock)
+            return cfg.clock();
+        return std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    }
+    int64_t maxUploadBytes() const { return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P; }
+
+    // ---- run set-up (run_setup.cpp)
+
+    Status restore();  // creates the run on first start
+    Status createRun();
+    Status rebuildRoundSum();
+    void cleanStaleFiles(bool startup);
+
+    // ---- work assignment (work_assignment.cpp), mu held
+
+    Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request);
+    Outcome<net::ProgressReply> heartbeat(int64_t clientId, int64_t workUnitId,
+                                          const net::ProgressReport& report);
+
+    // ---- result intake (result_intake.cpp)
+
+    // The checks that need no body, then a slot (nullptr for a dry run).
+    Outcome<std::unique_ptr<UploadSession::State>> beginUpload(int64_t clientId, int64_t workUnitId,
+                                                               int64_t contentLength,
+                                                               std::string_view signature,
+                                                               bool dryRun);
+    // After the stream's checks: the checks against the round, then the commit.
+    Outcome<std::string> commitResult(UploadSession::State& upload);
+    double normReference();  // mu held: the median norm of this round's (or the last) results
+    std::vector<float> takeScratch();  // mu held
+
+    // ---- rounds (rounds.cpp)
+
+    // mu held through `lock`; released while the new version is computed and written.
+    Status closeRound(std::unique_lock<std::mutex>& lock);
+    int64_t roundQuorum();   // mu held: results that close the open round
+    void abandonTimedOut();  // mu held
+    // Abandons work units without heartbeats, closes the round when it is due.
+    void tick();
+    void tickerLoop();  // the ticker thread: tick() every second
+
+    // ---- validation (validation_loss.cpp)
+
+    // The validation loss of weights (P) on the run's validation text.
+    Expected<double> evaluate(std::span<const float> weights) const;
+    void recordValidationLoss(int64_t round, double loss);  // mu held
+    void validatorLoop();                                   // the validator thread
+    // Blocks until every queued validation has been recorded (evaluates them itself without
+    // background threads).
+    void waitForValidation();
+};
+
+// An upload holding a slot (beginUpload); its destructor gives the slot back.
+struct UploadSession::State {
+    Coordinator::Impl* c;
+    int64_t clientId, wuId, baseVersion;
+    UploadStream stream;
+
+    State(Coordinator::Impl* coordinator, int64_t client, int64_t workUnit, int64_t base,
+          UploadExpectation expectation);
+    ~State();
+};
+
+}  // namespace tandem::coord

@@ -1,0 +1,306 @@
+// Result intake: an upload's slot (beginUpload), its stream (upload_stream.hpp), and the commit
+// of a checked result into the open round.
+#include "coordinator_impl.hpp"
+
+#include "aggregate.hpp"
+#include "result_format.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace tandem::coord {
+
+UploadSession::UploadSession(std::unique_ptr<State> state) : m_s(std::move(state)) {}
+UploadSession::~UploadSession() = default;
+
+UploadSession::State::State(Coordinator::Impl* coordinator, int64_t client, int64_t workUnit,
+                            int64_t base, UploadExpectation expectation)
+    : c(coordinator),
+      clientId(client),
+      wuId(workUnit),
+      baseVersion(base),
+      stream(std::move(expectation)) {}
+
+UploadSession::State::~State() {
+    stream.discard();
+    std::lock_guard lock(c->mu);
+    c->uploading.erase(wuId);
+    if (--c->uploadsPerClient[clientId] <= 0)
+        c->uploadsPerClient.erase(clientId);
+    --c->uploadsTotal;
+    // Keep one buffer for the next upload; more would hold P floats each while idle.
+    auto scratch = stream.takeScratch();
+    if (!scratch.empty() && c->scratchPool.empty())
+        c->scratchPool.push_back(std::move(scratch));
+}
+
+std::vector<float> Coordinator::Impl::takeScratch() {
+    std::vector<float> s;
+    if (!scratchPool.empty()) {
+        s = std::move(scratchPool.back());
+        scratchPool.pop_back();
+    }
+    return s;
+}
+
+Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
+    int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
+    bool dryRun) {
+    const int64_t expected = maxUploadBytes();
+    std::unique_ptr<UploadSession::State> state;
+    std::vector<float> scratch;
+    {
+        std::lock_guard lock(mu);
+        auto q = db.prepare(
+            "SELECT w.client_id, w.state, w.base_version, w.inner_steps, w.batch, w.seq_len, "
+            "c.public_key, COALESCE(w.abandon_reason, '') FROM work_units w JOIN clients c ON "
+            "c.id = w.client_id WHERE w.id = ?");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, workUnitId);
+        if (auto r = stepOwnWorkUnit(*q, workUnitId, clientId))
+            return *r;
+        if (contentLength < 0)
+            return refuse(
+                411, "length_required",
+                "send Content-Length: a result is exactly " + std::to_string(expected) + " bytes");
+        if (contentLength > expected)
+            return refuse(413, "too_large",
+                          "the body has " + std::to_string(contentLength) +
+                              " bytes; a result for " + run.model.describe() + " is exactly " +
+                              std::to_string(expected) + " bytes (128-byte header + 2 x " +
+                              std::to_string(P) + " parameters)");
+        if (contentLength != expected)
+            return refuse(400, "wrong_size",
+                          "the body has " + std::to_string(contentLength) +
+                              " bytes; a result for " + run.model.describe() + " is exactly " +
+                              std::to_string(expected) + " bytes (128-byte header + 2 x " +
+                              std::to_string(P) + " parameters)");
+        auto sig = net::signatureFromBase64(signature);
+        if (signature.empty() || !sig)
+            return refuse(400, "bad_signature",
+                          signature.empty()
+                              ? "the X-Tandem-Signature header (base64 Ed25519 signature of the "
+                                "result digest) is missing"
+                              : "X-Tandem-Signature: " + sig.error().message);
+        const std::string st = q->text(1);
+        const int64_t base = q->integer(2);
+        if (st != "accepted" && version - base > cfg.maxStaleness)
+            return refuse(409, "stale",
+                          "work unit " + std::to_string(workUnitId) + " trained from version " +
+                              std::to_string(base) + "; the run is at version " +
+                              std::to_string(version) + " and accepts results at most " +
+                              std::to_string(cfg.maxStaleness) + " version(s) old");
+        if (st == "abandoned")
+            return refuse(409, "work_unit_abandoned",
+                          "work unit " + std::to_string(workUnitId) +
+                              " was abandoned and its data reassigned: " + q->text(7));
+        if (uploading.count(workUnitId))
+            return refuse(409, "upload_in_progress",
+                          "an upload for work unit " + std::to_string(workUnitId) +
+                              " is already in progress; retry when it has ended");
+        if (uploadsPerClient[clientId] >= cfg.maxUploadsPerClient) {
+            if (uploadsPerClient[clientId] == 0)
+                uploadsPerClient.erase(clientId);
+            return refuse(429, "too_many_uploads",
+                          "this client already has " + std::to_string(cfg.maxUploadsPerClient) +
+                              " upload(s) in progress",
+                          10);
+        }
+        if (uploadsTotal >= cfg.maxConcurrentUploads)
+            return refuse(503, "busy",
+                          "the coordinator is receiving " + std::to_string(uploadsTotal) +
+                              " uploads; retry later",
+                          15);
+        if (dryRun)
+            return std::unique_ptr<UploadSession::State>();
+        UploadExpectation e;
+        e.workUnitId = workUnitId;
+        e.parameterCount = P;
+        e.modelName = run.model.describe();
+        e.bodyBytes = expected;
+        e.maxSteps = static_cast<int>(q->integer(3));
+        e.maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
+        auto pk = q->blob(6);
+        if (pk.size() == e.clientKey.size())
+            std::memcpy(e.clientKey.data(), pk.data(), pk.size());
+        e.signature = *sig;
+        e.accepted = st == "accepted";
+        if (e.accepted) {
+            auto r = db.prepare(
+                "SELECT r.result_sha256, p.json FROM results r JOIN receipts p ON "
+                "p.work_unit_id = r.work_unit_id WHERE r.work_unit_id = ?");
+            if (!r)
+                return internalError(r.error().message);
+            r->bind(1, workUnitId);
+            if (!r->step())
+                return internalError("accepted work unit without a receipt");
+            e.acceptedDigest = toDigest(r->blob(0));
+            e.acceptedReceipt = r->text(1);
+        }
+        e.clock = [this] { return now(); };
+        e.startedUnix = now();
+        e.maxSeconds = cfg.maxUploadSeconds;
+        // The slot; the State's destructor releases it.
+        uploading.insert(workUnitId);
+        ++uploadsPerClient[clientId];
+        ++uploadsTotal;
+        if (!e.accepted)
+            scratch = takeScratch();
+        state =
+            std::make_unique<UploadSession::State>(this, clientId, workUnitId, base, std::move(e));
+    }
+    if (!state->stream.isRetryOfAccepted()) {
+        const fs::path staging = dirs.uploads() / (std::to_string(workUnitId) + "-" +
+                                                   net::toHex(net::randomBytes(6)) + ".part");
+        if (auto r = state->stream.open(staging, std::move(scratch)))
+            return *r;
+    }
+    return state;
+}
+
+double Coordinator::Impl::normReference() {
+    for (int64_t r : {version, version - 1}) {
+        auto q = db.prepare("SELECT norm FROM results WHERE round = ? ORDER BY norm");
+        if (!q)
+            return 0;
+        q->bind(1, r);
+        std::vector<double> norms;
+        while (q->step())
+            norms.push_back(q->real(0));
+        if (!norms.empty())
+            return norms[norms.size() / 2];
+    }
+    return 0;
+}
+
+std::optional<Outcome<std::string>> UploadSession::feed(std::span<const uint8_t> bytes) {
+    return m_s->stream.feed(bytes);
+}
+
+Outcome<std::string> UploadSession::finish(bool complete) {
+    if (auto r = m_s->stream.finish(complete))
+        return *r;
+    return m_s->c->commitResult(*m_s);
+}
+
+Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
+    const UploadStream& upload = s.stream;
+    const net::ResultHeader& header = upload.header();
+    const double norm = upload.norm();
+
+    std::unique_lock lock(mu);
+    closeCv.wait(lock, [&] { return !closing; });
+    const int64_t nowUnix = now();
+    {
+        auto q =
+            db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, s.wuId);
+        if (!q->step())
+            return internalError("work unit vanished");
+        if (q->text(0) != "assigned")
+            return refuse(409, "work_unit_abandoned",
+                          "work unit " + std::to_string(s.wuId) +
+                              " was abandoned while uploading: " + q->text(1));
+    }
+    const int64_t staleness = version - s.baseVersion;
+    if (staleness > cfg.maxStaleness)
+        return refuse(409, "stale",
+                      "work unit " + std::to_string(s.wuId) + " trained from version " +
+                          std::to_string(s.baseVersion) + "; the run moved on to version " +
+                          std::to_string(version) + " during the upload");
+    const double reference = normReference();
+    if (reference > 0 && norm > cfg.maxNormRatio * reference)
+        return refuse(422, "outlier_norm",
+                      "the delta's norm " + fmt(norm) + " is more than " + fmt(cfg.maxNormRatio) +
+                          " times the round's median " + fmt(reference) +
+                          "; the result is refused as an outlier");
+    const double weight =
+        static_cast<double>(header.tokens) * std::pow(cfg.staleWeightFactor, staleness);
+
+    // Durable payload first: a committed row always has its file.
+    std::error_code ec;
+    fs::create_directories(dirs.round(version), ec);
+    const fs::path final = dirs.payload(version, s.wuId);
+    if (::rename(upload.stagingFile().c_str(), final.c_str()) != 0)
+        return internalError("cannot move the payload into " + final.string());
+    s.stream.releaseStagingFile();
+    (void)fsyncPath(dirs.round(version), true);
+
+    net::Receipt receipt;
+    receipt.workUnitId = s.wuId;
+    receipt.clientId = s.clientId;
+    receipt.round = version;
+    receipt.weight = weight;
+    receipt.timeUnix = nowUnix;
+    receipt.resultDigest = upload.resultDigest();
+    receipt.sign(key);
+    const std::string receiptJson = receipt.toJson();
+
+    auto fail = [&](const std::string& what) {
+        std::error_code e2;
+        fs::remove(final, e2);
+        return internalError(what);
+    };
+    {
+        Transaction tx(db);
+        if (!tx.started())
+            return fail(tx.started().error().message);
+        auto ins = db.prepare(
+            "INSERT INTO results(work_unit_id, seq, round, weight, tokens, steps, loss_last, norm, "
+            "payload_sha256, result_sha256, signature, received_unix) VALUES (?, (SELECT "
+            "COALESCE(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        auto rec = db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
+        auto wu = db.prepare("UPDATE work_units SET state = 'accepted' WHERE id = ?");
+        auto rnd = db.prepare(
+            "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, weight_sum = "
+            "weight_sum + ? WHERE run_id = ? AND round = ?");
+        if (!ins || !rec || !wu || !rnd)
+            return fail("cannot prepare the result insert");
+        ins->bind(1, s.wuId)
+            .bind(2, version)
+            .bind(3, weight)
+            .bind(4, header.tokens)
+            .bind(5, header.steps)
+            .bind(6, static_cast<double>(header.lossLast))
+            .bind(7, norm)
+            .bind(8, std::span<const uint8_t>(header.payloadSha256))
+            .bind(9, std::span<const uint8_t>(upload.resultDigest()))
+            .bind(10, std::span<const uint8_t>(upload.signature()))
+            .bind(11, nowUnix);
+        rec->bind(1, s.wuId).bind(2, receiptJson);
+        wu->bind(1, s.wuId);
+        rnd->bind(1, header.tokens).bind(2, weight).bind(3, runId).bind(4, version);
+        for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
+            if (auto r = st->run(); !r)
+                return fail(r.error().message);
+        if (auto r = tx.commit(); !r)
+            return fail(r.error().message);
+    }
+    addScaled(sum, upload.delta(), static_cast<float>(weight), &pool);
+    int64_t contributors = 0;
+    {
+        auto q = db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
+        if (q) {
+            q->bind(1, runId).bind(2, version);
+            if (q->step())
+                contributors = q->integer(0);
+        }
+    }
+    const int64_t needed = roundQuorum();
+    log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
+        std::to_string(version) + ": " + std::to_string(header.tokens) + " tokens, weight " +
+        fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(header.lossFirst) + " -> " +
+        fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" + std::to_string(needed) +
+        ")");
+    if (contributors >= needed) {
+        if (auto st = closeRound(lock); !st)
+            log("error: closing the round failed: " + st.error().message);
+    }
+    return receiptJson;
+}
+
+}  // namespace tandem::coord

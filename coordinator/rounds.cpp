@@ -1,0 +1,211 @@
+// Rounds: the close (outer step), the quorum, timeouts and the ticker.
+#include "rounds.hpp"
+
+#include "coordinator_impl.hpp"
+
+#include "aggregate.hpp"
+#include "checkpoint.hpp"
+
+namespace tandem::coord {
+
+Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& model,
+                                       std::span<const float> theta,
+                                       std::span<const float> velocity, std::span<const float> sum,
+                                       double weightSum, std::span<const LateResults> late,
+                                       const OuterConfig& outer, ThreadPool* pool) {
+    std::vector<float> rebased;
+    if (!late.empty())
+        rebased.assign(sum.begin(), sum.end());
+    for (const auto& [base, weight] : late) {
+        auto older = loadCheckpoint(dirs.weights(base), model);
+        if (!older)
+            return makeError("re-basing the results trained from version " + std::to_string(base) +
+                             ": " + older.error().message);
+        if (older->parameters.size() != theta.size())
+            return makeError("weights of version " + std::to_string(base) +
+                             " have the wrong size for " + model.describe());
+        coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), pool);
+    }
+    NextVersion next{{theta.begin(), theta.end()}, {velocity.begin(), velocity.end()}};
+    outerNesterovStep(next.theta, next.velocity, late.empty() ? sum : rebased,
+                      static_cast<float>(1.0 / weightSum), outer, pool);
+    return next;
+}
+
+Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
+    const int64_t r = version;
+    int64_t contributors = 0, tokens = 0;
+    double weightSum = 0;
+    {
+        auto q = db.prepare(
+            "SELECT contributors, tokens, weight_sum FROM rounds WHERE run_id = ? AND round = ?");
+        if (!q)
+            return q.error();
+        q->bind(1, runId).bind(2, r);
+        if (!q->step())
+            return makeError("round " + std::to_string(r) + " is missing");
+        contributors = q->integer(0);
+        tokens = q->integer(1);
+        weightSum = q->real(2);
+    }
+    if (contributors == 0 || weightSum <= 0)
+        return makeError("a round without results cannot close");
+    // Late results by base version, to be re-based onto theta (coord::rebaseOnto).
+    std::vector<LateResults> late;
+    {
+        auto q = db.prepare(
+            "SELECT w.base_version, SUM(s.weight) FROM results s JOIN work_units w ON w.id = "
+            "s.work_unit_id WHERE w.run_id = ? AND s.round = ? AND w.base_version < ? GROUP BY "
+            "w.base_version");
+        if (!q)
+            return q.error();
+        q->bind(1, runId).bind(2, r).bind(3, r);
+        while (q->step())
+            late.push_back({q->integer(0), q->real(1)});
+    }
+    // The outer step and the file reads and writes (seconds for a large model) run without the
+    // lock, so that heartbeats, downloads and status stay responsive; commits wait on `closing`,
+    // and nothing else changes theta, vel or sum.
+    closing = true;
+    lock.unlock();
+    auto next =
+        outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late, cfg.outer, &pool);
+    Expected<ServedFile> published =
+        next ? dirs.publish(r + 1, run.model, next->theta, next->velocity)
+             : Expected<ServedFile>(next.error());
+    lock.lock();
+    closing = false;
+    closeCv.notify_all();
+    if (!published)
+        return published.error();
+    const int64_t t = now();
+    {
+        Transaction tx(db);
+        if (!tx.started())
+            return tx.started();
+        auto a = db.prepare("UPDATE rounds SET closed_unix = ? WHERE run_id = ? AND round = ?");
+        auto b = db.prepare(
+            "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) VALUES (?, ?, ?, ?)");
+        auto d = db.prepare("UPDATE runs SET version = ? WHERE id = ?");
+        if (!a || !b || !d)
+            return makeError("cannot prepare the round close");
+        a->bind(1, t).bind(2, runId).bind(3, r);
+        b->bind(1, runId).bind(2, r + 1).bind(3, t).bind(4, t + cfg.roundTimeoutSeconds);
+        d->bind(1, r + 1).bind(2, runId);
+        for (Statement* st : {&*a, &*b, &*d})
+            if (auto s = st->run(); !s)
+                return s;
+        if (auto s = abandonWorkUnitsBefore(
+                db, runId, r + 1 - cfg.maxStaleness,
+                "the run moved on; its base version is beyond the staleness bound");
+            !s)
+            return s;
+        if (auto s = tx.commit(); !s)
+            return s;
+    }
+    theta.swap(next->theta);
+    vel.swap(next->velocity);
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    version = r + 1;
+    weightFiles[version] = *published;
+    while (!weightFiles.empty() && weightFiles.begin()->first < version - cfg.maxStaleness)
+        weightFiles.erase(weightFiles.begin());
+    cleanStaleFiles(false);
+    evalQueue.push_back(EvalJob{r, theta});
+    evalCv.notify_all();
+    log("round " + std::to_string(r) + " closed: " + std::to_string(contributors) +
+        " contributor(s), " + std::to_string(tokens) + " tokens, weight " + fmt(weightSum, 8) +
+        (late.empty() ? "" : " (late results re-based onto version " + std::to_string(r) + ")") +
+        "; version " + std::to_string(version) + " published");
+    return {};
+}
+
+int64_t Coordinator::Impl::roundQuorum() {
+    if (!cfg.quorumOfActiveWorkers)
+        return cfg.quorum;
+    auto q = db.prepare(
+        "SELECT COUNT(*) FROM (SELECT client_id FROM work_units WHERE run_id = ? AND state = "
+        "'assigned' AND heartbeat_unix >= ? UNION SELECT w.client_id FROM results s JOIN "
+        "work_units w ON w.id = s.work_unit_id WHERE w.run_id = ? AND s.round = ?)");
+    int64_t active = 0;
+    if (q) {
+        q->bind(1, runId)
+            .bind(2, now() - cfg.heartbeatTimeoutSeconds)
+            .bind(3, runId)
+            .bind(4, version);
+        if (q->step())
+            active = q->integer(0);
+    }
+    return std::max<int64_t>(cfg.quorum, active);
+}
+
+void Coordinator::Impl::abandonTimedOut() {
+    const int64_t t = now();
+    auto q = db.prepare(
+        "SELECT id, heartbeat_unix, deadline_unix FROM work_units WHERE run_id = ? AND state = "
+        "'assigned' AND (heartbeat_unix < ? OR deadline_unix < ?)");
+    if (!q)
+        return;
+    q->bind(1, runId).bind(2, t - cfg.heartbeatTimeoutSeconds).bind(3, t);
+    std::vector<std::pair<int64_t, std::string>> victims;
+    while (q->step()) {
+        const int64_t id = q->integer(0);
+        if (uploading.count(id))
+            continue;  // its result is arriving
+        std::string why = q->integer(2) < t
+                              ? "its deadline passed"
+                              : "no heartbeat for " + std::to_string(t - q->integer(1)) + " s";
+        victims.emplace_back(id, why + "; its data was reassigned");
+    }
+    for (auto& [id, why] : victims) {
+        (void)abandonWorkUnit(db, runId, id, why);
+        log("work unit " + std::to_string(id) + " abandoned: " + why);
+    }
+}
+
+void Coordinator::Impl::tickerLoop() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+        tickCv.wait_for(lock, std::chrono::seconds(1));
+        if (stopping)
+            break;
+        lock.unlock();
+        tick();  // takes the lock itself
+        lock.lock();
+    }
+}
+
+void Coordinator::Impl::tick() {
+    std::unique_lock lock(mu);
+    if (stopping || closing)
+        return;
+    abandonTimedOut();
+    auto q =
+        db.prepare("SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
+    if (!q)
+        return;
+    q->bind(1, runId).bind(2, version);
+    if (!q->step())
+        return;
+    const int64_t deadline = q->integer(0), contributors = q->integer(1);
+    // A worker that went silent no longer holds up a round that waits for the active ones.
+    if (contributors > 0 && cfg.quorumOfActiveWorkers && contributors >= roundQuorum()) {
+        if (auto st = closeRound(lock); !st)
+            log("error: closing the round failed: " + st.error().message);
+        return;
+    }
+    if (now() < deadline)
+        return;
+    if (contributors > 0) {
+        log("round " + std::to_string(version) + " reached its deadline with " +
+            std::to_string(contributors) + " of " + std::to_string(roundQuorum()) + " results");
+        if (auto st = closeRound(lock); !st)
+            log("error: closing the round failed: " + st.error().message);
+    } else {
+        auto u = db.prepare("UPDATE rounds SET deadline_unix = ? WHERE run_id = ? AND round = ?");
+        if (u)
+            (void)u->bind(1, now() + cfg.roundTimeoutSeconds).bind(2, runId).bind(3, version).run();
+    }
+}
+
+}  // namespace tandem::coord

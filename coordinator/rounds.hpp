@@ -1,0 +1,40 @@
+// Rounds: the arithmetic of a round close as a function. The rest of the rounds' life (the
+// quorum, timeouts, the ticker, the database rows of a close) is Coordinator::Impl in rounds.cpp.
+//
+// Dimensions: P parameters.
+#pragma once
+
+#include "outer.hpp"
+#include "state_dir.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tandem {
+class ThreadPool;
+}
+
+namespace tandem::coord {
+
+// The results of a round trained from an older version, by that version.
+struct LateResults {
+    int64_t baseVersion = 0;
+    double weightSum = 0;
+};
+
+struct NextVersion {
+    std::vector<float> theta;     // (P)
+    std::vector<float> velocity;  // (P)
+};
+
+// The weights a round produces: late results re-based onto theta (their base version's weights
+// read from dirs), then the outer Nesterov step with the weighted mean delta sum / weightSum.
+// theta, velocity: (P) the round's version; sum: (P) sum of weight x delta over its results.
+Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& model,
+                                       std::span<const float> theta,
+                                       std::span<const float> velocity, std::span<const float> sum,
+                                       double weightSum, std::span<const LateResults> late,
+                                       const OuterConfig& outer, ThreadPool* pool);
+
+}  // namespace tandem::coord

@@ -1,0 +1,315 @@
+// Run set-up: creating the run on first start, restoring it (and the open round's sum) after.
+#include "run_setup.hpp"
+
+#include "coordinator_impl.hpp"
+
+#include "aggregate.hpp"
+#include "checkpoint.hpp"
+#include "codec.hpp"
+#include "corpus.hpp"
+#include "file_io.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace tandem::coord {
+
+using nlohmann::json;
+
+LrSchedule RunSettings::lrSchedule() const {
+    return lrDecaySteps > 0
+               ? LrSchedule{peakLr, minLr, lrWarmupSteps, lrDecaySteps}
+               : LrSchedule{peakLr, peakLr, lrWarmupSteps, std::max<int64_t>(1, lrWarmupSteps)};
+}
+
+Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg) {
+    auto parsed = ModelConfig::parse(cfg.model);
+    if (!parsed)
+        return parsed.error();
+    if (auto st = parsed->validate(); !st)
+        return st.error();
+    RunSettings s;
+    s.model = *parsed;
+    s.seqLen = cfg.seqLen > 0 ? cfg.seqLen : s.model.maxSeqLen;
+    if (s.seqLen > s.model.maxSeqLen)
+        return makeError("sequence length " + std::to_string(s.seqLen) + " exceeds the model's " +
+                         std::to_string(s.model.maxSeqLen));
+    if (cfg.innerSteps < 1 || cfg.batch < 1)
+        return makeError("inner steps and batch must be at least 1");
+    s.innerSteps = cfg.innerSteps;
+    s.minInnerSteps = cfg.minInnerSteps > 0 ? cfg.minInnerSteps : std::max(1, cfg.innerSteps / 10);
+    s.batch = cfg.batch;
+    s.peakLr = cfg.innerPeakLr;
+    s.minLr = cfg.innerMinLr;
+    s.lrWarmupSteps = cfg.lrWarmupSteps;
+    s.lrDecaySteps = cfg.lrDecaySteps;
+    s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
+    return s;
+}
+
+std::string toJson(const RunSettings& s) {
+    const ModelConfig& m = s.model;
+    json config{{"model", m.describe()},
+                {"layers", m.layers},
+                {"heads", m.heads},
+                {"channels", m.channels},
+                {"max_seq_len", m.maxSeqLen},
+                {"vocab_size", m.vocabSize},
+                {"inner_steps", s.innerSteps},
+                {"min_inner_steps", s.minInnerSteps},
+                {"batch", s.batch},
+                {"seq_len", s.seqLen},
+                {"peak_lr", s.peakLr},
+                {"min_lr", s.minLr},
+                {"lr_warmup_steps", s.lrWarmupSteps},
+                {"lr_decay_steps", s.lrDecaySteps},
+                {"seed", s.seed}};
+    return config.dump();
+}
+
+Expected<RunSettings> runSettingsFromJson(std::string_view text) {
+    json c = json::parse(text, nullptr, false);
+    if (c.is_discarded())
+        return makeError("database: the run's configuration is not JSON");
+    RunSettings s;
+    s.model.layers = c.at("layers").get<int>();
+    s.model.heads = c.at("heads").get<int>();
+    s.model.channels = c.at("channels").get<int>();
+    s.model.maxSeqLen = c.at("max_seq_len").get<int>();
+    s.model.vocabSize = c.at("vocab_size").get<int>();
+    s.innerSteps = c.at("inner_steps").get<int>();
+    s.minInnerSteps = c.at("min_inner_steps").get<int>();
+    s.batch = c.at("batch").get<int>();
+    s.seqLen = c.at("seq_len").get<int>();
+    s.peakLr = c.at("peak_lr").get<float>();
+    s.minLr = c.at("min_lr").get<float>();
+    // Runs created before the run-wide schedule: its defaults.
+    s.lrWarmupSteps = c.value("lr_warmup_steps", int64_t{100});
+    s.lrDecaySteps = c.value("lr_decay_steps", int64_t{0});
+    s.seed = c.at("seed").get<uint64_t>();
+    return s;
+}
+
+Status Coordinator::Impl::createRun() {
+    if (cfg.corpus.empty())
+        return makeError("the state directory " + cfg.stateDir.string() +
+                         " holds no run yet; give --corpus with text files or directories");
+    auto settings = settingsForNewRun(cfg);
+    if (!settings)
+        return settings.error();
+    const ModelConfig m = settings->model;
+    const int T = settings->seqLen;
+    auto tokens = loadTextCorpus(cfg.corpus);
+    if (!tokens)
+        return makeError("corpus: " + tokens.error().message);
+    const int64_t total = static_cast<int64_t>(tokens->size());
+    const int64_t minPart = 2 * (int64_t{T} + 1);
+    int64_t valLen = static_cast<int64_t>(static_cast<double>(total) * cfg.validationFraction);
+    valLen = std::max(valLen, minPart);
+    if (total - valLen < minPart)
+        return makeError("the corpus has " + std::to_string(total) + " bytes; at least " +
+                         std::to_string(valLen + minPart) +
+                         " are needed for training and validation windows of " +
+                         std::to_string(T + 1) + " bytes");
+    std::span<const uint8_t> all(*tokens);
+    auto trainPart = all.first(static_cast<size_t>(total - valLen));
+    auto valPart = all.last(static_cast<size_t>(valLen));
+    if (auto st = writeFileAtomically(dirs.trainShard(), trainPart); !st)
+        return st;
+    if (auto st = writeFileAtomically(dirs.validationText(), valPart); !st)
+        return st;
+
+    const int64_t count = m.parameterCount();
+    std::vector<float> init(static_cast<size_t>(count));
+    initParameters(ParameterLayout(m), init, cfg.seed);
+    std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
+    auto published = dirs.publish(0, m, init, zeros);
+    if (!published)
+        return published.error();
+
+    Transaction tx(db);
+    if (!tx.started())
+        return tx.started();
+    auto ins = db.prepare(
+        "INSERT INTO runs(config_json, version, data_cursor, train_bytes, train_sha256, "
+        "created_unix) VALUES (?, 0, 0, ?, ?, ?)");
+    if (!ins)
+        return ins.error();
+    ins->bind(1, toJson(*settings))
+        .bind(2, static_cast<int64_t>(trainPart.size()))
+        .bind(3, net::toHex(net::sha256(trainPart)))
+        .bind(4, now());
+    if (auto st = ins->run(); !st)
+        return st;
+    const int64_t id = db.lastInsertId();
+    auto round = db.prepare(
+        "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) VALUES (?, 0, ?, ?)");
+    if (!round)
+        return round.error();
+    round->bind(1, id).bind(2, now()).bind(3, now() + cfg.roundTimeoutSeconds);
+    if (auto st = round->run(); !st)
+        return st;
+    if (auto st = tx.commit(); !st)
+        return st;
+    log("created run " + std::to_string(id) + ": model " + m.describe() + ", " +
+        std::to_string(count) + " parameters, " + std::to_string(trainPart.size()) +
+        " train bytes, " + std::to_string(valPart.size()) + " validation bytes");
+    return {};
+}
+
+Status Coordinator::Impl::restore() {
+    std::lock_guard lock(mu);
+    {
+        auto q = db.prepare("SELECT COUNT(*) FROM runs");
+        if (!q)
+            return q.error();
+        q->step();
+        if (q->integer(0) == 0) {
+            if (auto st = createRun(); !st)
+                return st;
+        }
+    }
+    auto q = db.prepare(
+        "SELECT id, config_json, version, train_bytes, train_sha256 FROM runs ORDER BY id LIMIT 1");
+    if (!q)
+        return q.error();
+    if (!q->step())
+        return makeError("database: the run vanished");
+    runId = q->integer(0);
+    auto settings = runSettingsFromJson(q->text(1));
+    if (!settings)
+        return settings.error();
+    run = *settings;
+    P = run.model.parameterCount();
+    version = q->integer(2);
+    const int64_t trainBytes = q->integer(3);
+    const std::string trainSha = q->text(4);
+
+    if (auto m = ModelConfig::parse(cfg.model); m && !(*m == run.model))
+        log("note: the state directory's run uses model " + run.model.describe() +
+            "; the --model given (" + m->describe() + ") applies to new state directories only");
+
+    auto t = readFile(dirs.trainShard());
+    if (!t)
+        return t.error();
+    train = std::move(*t);
+    if (static_cast<int64_t>(train.size()) != trainBytes ||
+        net::toHex(net::sha256(train)) != trainSha)
+        return makeError(dirs.trainShard().string() +
+                         " does not match the run (size or SHA-256 differ); the state directory "
+                         "is damaged");
+    auto v = readFile(dirs.validationText());
+    if (!v)
+        return v.error();
+    validation = std::move(*v);
+    shard0 = ServedFile{dirs.trainShard(), trainBytes, net::sha256(train)};
+
+    auto w = loadCheckpoint(dirs.weights(version), run.model);
+    if (!w)
+        return makeError("weights of version " + std::to_string(version) + ": " +
+                         w.error().message);
+    theta = std::move(w->parameters);
+    auto mom = loadCheckpoint(dirs.momentum(version), run.model);
+    if (!mom)
+        return makeError("momentum of version " + std::to_string(version) + ": " +
+                         mom.error().message);
+    vel = std::move(mom->parameters);
+    if (static_cast<int64_t>(theta.size()) != P || static_cast<int64_t>(vel.size()) != P)
+        return makeError("weights or momentum have the wrong size for " + run.model.describe());
+    for (int64_t ver = std::max<int64_t>(0, version - cfg.maxStaleness); ver <= version; ++ver) {
+        std::error_code ec;
+        if (!fs::exists(dirs.weights(ver), ec))
+            continue;
+        int64_t bytes = 0;
+        auto h = hashFile(dirs.weights(ver), &bytes);
+        if (!h)
+            return h.error();
+        weightFiles[ver] = ServedFile{dirs.weights(ver), bytes, *h};
+    }
+    sum.assign(static_cast<size_t>(P), 0.0f);
+    if (auto st = rebuildRoundSum(); !st)
+        return st;
+    cleanStaleFiles(true);
+
+    // Closed rounds whose validation loss was not recorded before a stop.
+    auto pending = db.prepare(
+        "SELECT round FROM rounds WHERE run_id = ? AND closed_unix IS NOT NULL AND val_loss IS "
+        "NULL ORDER BY round");
+    if (!pending)
+        return pending.error();
+    pending->bind(1, runId);
+    while (pending->step()) {
+        const int64_t r = pending->integer(0);
+        auto ck = loadCheckpoint(dirs.weights(r + 1), run.model);
+        if (ck)
+            evalQueue.push_back(EvalJob{r, std::move(ck->parameters)});
+    }
+    log("run " + std::to_string(runId) + ": model " + run.model.describe() + " (" +
+        std::to_string(P) + " parameters), round " + std::to_string(version) + " open");
+    return {};
+}
+
+Status Coordinator::Impl::rebuildRoundSum() {
+    auto q = db.prepare(
+        "SELECT work_unit_id, weight, payload_sha256 FROM results WHERE round = ? ORDER BY seq");
+    if (!q)
+        return q.error();
+    q->bind(1, version);
+    std::vector<uint16_t> halves(kDecodeChunkHalves);
+    std::vector<float> decoded(kDecodeChunkHalves);
+    int count = 0;
+    while (q->step()) {
+        const int64_t wu = q->integer(0);
+        const float weight = static_cast<float>(q->real(1));
+        const auto expected = toDigest(q->blob(2));
+        const fs::path path = dirs.payload(version, wu);
+        FILE* f = std::fopen(path.c_str(), "rb");
+        if (!f)
+            return makeError("accepted result of work unit " + std::to_string(wu) +
+                             " is missing its payload " + path.string() +
+                             "; the state directory is damaged");
+        net::Sha256 h;
+        int64_t pos = 0;
+        while (pos < P) {
+            const size_t n = static_cast<size_t>(std::min<int64_t>(kDecodeChunkHalves, P - pos));
+            if (std::fread(halves.data(), 2, n, f) != n)
+                break;
+            h.update(
+                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(halves.data()), 2 * n));
+            // The same two steps as a live upload: decode (accumulate into zeros), then commit.
+            std::fill_n(decoded.begin(), n, 0.0f);
+            accumulateFp16(std::span(decoded).first(n), std::span(halves).first(n), 1.0f);
+            addScaled(std::span(sum).subspan(static_cast<size_t>(pos), n),
+                      std::span(decoded).first(n), weight, &pool);
+            pos += static_cast<int64_t>(n);
+        }
+        std::fclose(f);
+        if (pos != P || h.finish() != expected)
+            return makeError("the stored payload " + path.string() +
+                             " is truncated or does not match its SHA-256; the state directory "
+                             "is damaged");
+        ++count;
+    }
+    if (auto st = q->status(); !st)
+        return st;
+    if (count > 0)
+        log("restored round " + std::to_string(version) + ": " + std::to_string(count) +
+            " accepted results re-added to the round sum");
+    return {};
+}
+
+void Coordinator::Impl::cleanStaleFiles(bool startup) {
+    std::set<std::string> keep;
+    auto q = db.prepare("SELECT work_unit_id FROM results WHERE round = ?");
+    if (q) {
+        q->bind(1, version);
+        while (q->step())
+            keep.insert(std::to_string(q->integer(0)) + ".f16");
+    }
+    dirs.removeStale(version, cfg.maxStaleness, keep, startup);
+}
+
+}  // namespace tandem::coord

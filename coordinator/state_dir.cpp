@@ -1,0 +1,137 @@
+#include "state_dir.hpp"
+
+#include "checkpoint.hpp"
+#include "file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace tandem::coord {
+
+namespace fs = std::filesystem;
+
+StateDir::StateDir(fs::path root, std::shared_ptr<int> lock)
+    : m_root(std::move(root)), m_lock(std::move(lock)) {}
+
+Expected<StateDir> StateDir::open(const fs::path& root) {
+    std::error_code ec;
+    for (const char* sub : {"", "weights", "momentum", "rounds", "uploads", "data"}) {
+        fs::create_directories(root / sub, ec);
+        if (ec)
+            return makeError("cannot create " + (root / sub).string() + ": " + ec.message());
+    }
+    const fs::path lockPath = root / "coordinator.lock";
+    int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lockFd < 0)
+        return makeError("cannot open " + lockPath.string() + ": " + std::strerror(errno));
+    std::shared_ptr<int> lock(new int(lockFd), [](int* fd) {
+        ::close(*fd);
+        delete fd;
+    });
+    if (::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
+        return makeError("another tandem-coordinator is using the state directory " +
+                         root.string());
+    return StateDir(root, std::move(lock));
+}
+
+fs::path StateDir::weights(int64_t version) const {
+    return m_root / "weights" / ("v" + std::to_string(version) + ".ckpt");
+}
+
+fs::path StateDir::momentum(int64_t version) const {
+    return m_root / "momentum" / ("v" + std::to_string(version) + ".ckpt");
+}
+
+fs::path StateDir::round(int64_t number) const {
+    return m_root / "rounds" / std::to_string(number);
+}
+
+fs::path StateDir::payload(int64_t roundNumber, int64_t workUnitId) const {
+    return round(roundNumber) / (std::to_string(workUnitId) + ".f16");
+}
+
+Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model,
+                                       std::span<const float> parameters,
+                                       std::span<const float> velocity) const {
+    Checkpoint ck;
+    ck.config = model;
+    ck.parameters.assign(parameters.begin(), parameters.end());
+    auto bytes = serializeCheckpoint(ck);
+    if (auto st = writeFileAtomically(weights(version), bytes); !st)
+        return st.error();
+    ServedFile f{weights(version), static_cast<int64_t>(bytes.size()), net::sha256(bytes)};
+    ck.parameters.assign(velocity.begin(), velocity.end());
+    bytes = serializeCheckpoint(ck);
+    if (auto st = writeFileAtomically(momentum(version), bytes); !st)
+        return st.error();
+    return f;
+}
+
+void StateDir::removeStale(int64_t version, int maxStaleness,
+                           const std::set<std::string>& keepPayloads, bool startup) const {
+    std::error_code ec;
+    if (startup)
+        for (auto& e : fs::directory_iterator(uploads(), ec))
+            fs::remove(e.path(), ec);
+    for (auto& e : fs::directory_iterator(m_root / "rounds", ec)) {
+        if (e.path().filename() != std::to_string(version)) {
+            fs::remove_all(e.path(), ec);
+            continue;
+        }
+        for (auto& f : fs::directory_iterator(e.path(), ec))
+            if (!keepPayloads.count(f.path().filename().string()))
+                fs::remove(f.path(), ec);
+    }
+    for (const char* sub : {"weights", "momentum"}) {
+        for (auto& e : fs::directory_iterator(m_root / sub, ec)) {
+            const std::string name = e.path().filename().string();
+            if (name.size() < 7 || name[0] != 'v' || !name.ends_with(".ckpt")) {
+                if (name.ends_with(".tmp"))
+                    fs::remove(e.path(), ec);
+                continue;
+            }
+            const int64_t v = std::atoll(name.c_str() + 1);
+            const bool isWeights = std::strcmp(sub, "weights") == 0;
+            const int64_t oldest = isWeights ? version - maxStaleness - 1 : version;
+            if (v < oldest || v > version)
+                fs::remove(e.path(), ec);
+        }
+    }
+}
+
+Status fsyncPath(const fs::path& path, bool directory) {
+    int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return makeError("cannot open " + path.string() + " to flush it");
+    int rc = ::fsync(fd);
+    ::close(fd);
+    if (rc != 0)
+        return makeError("cannot flush " + path.string());
+    return {};
+}
+
+Expected<net::Sha256Digest> hashFile(const fs::path& path, int64_t* bytes) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f)
+        return makeError("cannot open " + path.string());
+    net::Sha256 h;
+    std::vector<uint8_t> buf(1 << 20);
+    size_t n;
+    int64_t total = 0;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+        h.update(std::span<const uint8_t>(buf.data(), n));
+        total += static_cast<int64_t>(n);
+    }
+    std::fclose(f);
+    if (bytes)
+        *bytes = total;
+    return h.finish();
+}
+
+}  // namespace tandem::coord

@@ -1,0 +1,60 @@
+// The coordinator's state directory (layout in README.md): its folders, the lock that keeps one
+// coordinator per directory, the paths of every file in it, publishing a version's weights and
+// momentum, and removing what no round needs any more. No database.
+//
+// Dimensions: P parameters.
+#pragma once
+
+#include "coordinator.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+
+namespace tandem::coord {
+
+class StateDir {
+  public:
+    // Creates the folders and takes the directory's lock (the kernel drops it when the process
+    // dies); fails while another process holds it.
+    static Expected<StateDir> open(const std::filesystem::path& root);
+
+    const std::filesystem::path& root() const { return m_root; }
+    std::filesystem::path databaseFile() const { return m_root / "coordinator.db"; }
+    std::filesystem::path keyFile() const { return m_root / "coordinator_key.pem"; }
+    std::filesystem::path trainShard() const { return m_root / "data" / "shard-0.bin"; }
+    std::filesystem::path validationText() const { return m_root / "data" / "validation.bin"; }
+    std::filesystem::path uploads() const { return m_root / "uploads"; }
+    std::filesystem::path weights(int64_t version) const;
+    std::filesystem::path momentum(int64_t version) const;
+    std::filesystem::path round(int64_t number) const;  // accepted payloads of an open round
+    std::filesystem::path payload(int64_t roundNumber, int64_t workUnitId) const;
+
+    // Writes weights/v<version>.ckpt and momentum/v<version>.ckpt (each atomically); returns the
+    // weights file as served to workers. parameters, velocity: (P) for `model`.
+    Expected<ServedFile> publish(int64_t version, const ModelConfig& model,
+                                 std::span<const float> parameters,
+                                 std::span<const float> velocity) const;
+
+    // With round `version` open: removes the payloads of other rounds and those of this round not
+    // in keepPayloads ("<work unit>.f16"), weights older than version - maxStaleness - 1,
+    // momentum other than this version's, and temporary files; at startup also every staging
+    // file of an upload (while running they belong to live uploads).
+    void removeStale(int64_t version, int maxStaleness, const std::set<std::string>& keepPayloads,
+                     bool startup) const;
+
+  private:
+    StateDir(std::filesystem::path root, std::shared_ptr<int> lock);
+    std::filesystem::path m_root;
+    std::shared_ptr<int> m_lock;  // the open descriptor holding the flock
+};
+
+// fsync of a file or a directory.
+Status fsyncPath(const std::filesystem::path& path, bool directory);
+// SHA-256 and size of a file.
+Expected<net::Sha256Digest> hashFile(const std::filesystem::path& path, int64_t* bytes);
+
+}  // namespace tandem::coord

@@ -1,0 +1,101 @@
+#include "validation_loss.hpp"
+
+#include "backend.hpp"
+#include "coordinator_impl.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace tandem::coord {
+
+Expected<double> validationLoss(const ModelConfig& model, std::span<const float> weights,
+                                std::span<const uint8_t> text, int batches, int batch,
+                                int threads) {
+    const int T = model.maxSeqLen;
+    const int B = std::max(1, batch);
+    const int64_t windows = int64_t{B} * std::max(1, batches);
+    const int64_t len = static_cast<int64_t>(text.size());
+    if (len < T + 1)
+        return makeError("the validation text is shorter than one window");
+    auto backend = makeCpuBackend("cpu", std::max(1, threads));
+    if (!backend)
+        return backend.error();
+    if (auto st = (*backend)->allocate(model, B, T); !st)
+        return st.error();
+    if (auto st = (*backend)->loadParameters(weights); !st)
+        return st.error();
+    std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+    double total = 0;
+    int count = 0;
+    for (int64_t w0 = 0; w0 < windows; w0 += B) {
+        for (int b = 0; b < B; ++b) {
+            const int64_t w = w0 + b;
+            const int64_t off = windows > 1 ? w * (len - T - 1) / (windows - 1) : 0;
+            for (int t = 0; t < T; ++t) {
+                inputs[static_cast<size_t>(b) * T + t] = text[static_cast<size_t>(off + t)];
+                targets[static_cast<size_t>(b) * T + t] = text[static_cast<size_t>(off + t + 1)];
+            }
+        }
+        auto loss = (*backend)->forward(inputs, targets, B, T);
+        if (!loss)
+            return loss.error();
+        total += *loss;
+        ++count;
+    }
+    return total / count;
+}
+
+Expected<double> Coordinator::Impl::evaluate(std::span<const float> weights) const {
+    return validationLoss(run.model, weights, validation, cfg.validationBatches,
+                          cfg.validationBatch, cfg.threads);
+}
+
+void Coordinator::Impl::recordValidationLoss(int64_t round, double loss) {
+    auto u = db.prepare("UPDATE rounds SET val_loss = ? WHERE run_id = ? AND round = ?");
+    if (u)
+        (void)u->bind(1, loss).bind(2, runId).bind(3, round).run();
+}
+
+void Coordinator::Impl::validatorLoop() {
+    std::unique_lock lock(mu);
+    while (true) {
+        evalCv.wait(lock, [&] { return stopping || !evalQueue.empty(); });
+        if (stopping)
+            break;
+        EvalJob job = std::move(evalQueue.front());
+        evalQueue.pop_front();
+        ++evalBusy;
+        lock.unlock();
+        auto loss = evaluate(job.weights);
+        lock.lock();
+        --evalBusy;
+        if (loss) {
+            recordValidationLoss(job.round, *loss);
+            log("round " + std::to_string(job.round) + ": validation loss " + fmt(*loss, 6));
+        } else {
+            log("round " + std::to_string(job.round) +
+                ": validation failed: " + loss.error().message);
+        }
+        evalDoneCv.notify_all();
+    }
+}
+
+void Coordinator::Impl::waitForValidation() {
+    std::unique_lock lock(mu);
+    if (!cfg.backgroundThreads) {
+        // No validator thread: evaluate here.
+        while (!evalQueue.empty()) {
+            EvalJob job = std::move(evalQueue.front());
+            evalQueue.pop_front();
+            auto loss = evaluate(job.weights);
+            if (loss)
+                recordValidationLoss(job.round, *loss);
+            else
+                log("validation failed: " + loss.error().message);
+        }
+        return;
+    }
+    evalDoneCv.wait(lock, [&] { return stopping || (evalQueue.empty() && evalBusy == 0); });
+}
+
+}  // namespace tandem::coord

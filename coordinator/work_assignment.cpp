@@ -1,0 +1,246 @@
+#include "work_assignment.hpp"
+
+#include "coordinator_impl.hpp"
+
+#include "random.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tandem::coord {
+
+int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds) {
+    if (tokensPerSecond <= 0)
+        return run.innerSteps;
+    const int64_t tokensPerStep = int64_t{run.batch} * run.seqLen;
+    const double steps = tokensPerSecond * targetSeconds / static_cast<double>(tokensPerStep);
+    return static_cast<int>(
+        std::clamp<double>(std::floor(steps), run.minInnerSteps, run.innerSteps));
+}
+
+int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes) {
+    const int64_t tokensPerStep = int64_t{run.batch} * run.seqLen;
+    return std::min<int64_t>(
+        trainBytes, std::max<int64_t>(run.seqLen + 1, int64_t{innerSteps} * tokensPerStep));
+}
+
+std::optional<DataRange> nextDataRange(int64_t cursor, int64_t assignedBytes, int64_t length,
+                                       int64_t trainBytes) {
+    int64_t skip = 0;
+    int64_t offset = cursor;
+    if (offset + length > trainBytes) {
+        skip = trainBytes - offset;
+        offset = 0;
+    }
+    if (assignedBytes + skip + length > trainBytes)
+        return std::nullopt;
+    return DataRange{offset, length, (offset + length) % trainBytes, assignedBytes + skip + length};
+}
+
+Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req) {
+    const int64_t nowUnix = now();
+    {
+        auto q = db.prepare(
+            "SELECT id FROM work_units WHERE client_id = ? AND state = 'assigned' ORDER BY id");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, clientId);
+        std::vector<int64_t> open;
+        while (q->step())
+            open.push_back(q->integer(0));
+        if (static_cast<int>(open.size()) >= cfg.maxWorkUnitsPerClient) {
+            std::string ids;
+            for (auto id : open)
+                ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+            return refuse(409, "too_many_work_units",
+                          "this client already holds " + std::to_string(open.size()) +
+                              " unfinished work units (" + ids +
+                              "); upload or let them expire "
+                              "before asking for more");
+        }
+    }
+    const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds);
+    const int64_t trainBytes = static_cast<int64_t>(train.size());
+    int64_t offset = 0, length = 0, reusedFrom = 0;
+    int64_t cursor = 0, span = 0;
+    {
+        auto q = db.prepare(
+            "SELECT id, data_offset, data_length FROM work_units WHERE run_id = ? AND "
+            "base_version = ? AND state = 'abandoned' AND reassigned = 0 ORDER BY id LIMIT 1");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, runId).bind(2, version);
+        if (q->step()) {
+            reusedFrom = q->integer(0);
+            offset = q->integer(1);
+            length = q->integer(2);
+        }
+    }
+    {
+        auto q = db.prepare(
+            "SELECT r.data_cursor, d.assigned_bytes, d.deadline_unix FROM runs r JOIN rounds d ON "
+            "d.run_id = r.id AND d.round = r.version WHERE r.id = ?");
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, runId);
+        if (!q->step())
+            return internalError("the open round is missing");
+        cursor = q->integer(0);
+        span = q->integer(1);
+        if (reusedFrom == 0) {
+            auto range = nextDataRange(cursor, span, workUnitBytes(run, H, trainBytes), trainBytes);
+            if (!range) {
+                const int64_t wait = std::clamp<int64_t>(q->integer(2) - nowUnix, 5, 60);
+                WorkOffer none;
+                none.retryAfterSeconds = static_cast<int>(wait);
+                return none;  // every byte of the train data is assigned in this round
+            }
+            offset = range->offset;
+            length = range->length;
+            cursor = range->nextCursor;
+            span = range->assignedBytes;
+        }
+    }
+    const uint64_t seed = [&] {
+        Rng rng(run.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(nowUnix));
+        return rng.next() & ((uint64_t{1} << 53) - 1);
+    }();
+    const int64_t deadline = nowUnix + int64_t{cfg.roundTimeoutSeconds} * (1 + cfg.maxStaleness);
+    Transaction tx(db);
+    if (!tx.started())
+        return internalError(tx.started().error().message);
+    auto ins = db.prepare(
+        "INSERT INTO work_units(run_id, client_id, base_version, shard, data_offset, data_length, "
+        "inner_steps, batch, seq_len, seed, created_unix, deadline_unix, heartbeat_unix, "
+        "tokens_per_second, state) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'assigned')");
+    if (!ins)
+        return internalError(ins.error().message);
+    ins->bind(1, runId)
+        .bind(2, clientId)
+        .bind(3, version)
+        .bind(4, offset)
+        .bind(5, length)
+        .bind(6, H)
+        .bind(7, run.batch)
+        .bind(8, run.seqLen)
+        .bind(9, static_cast<int64_t>(seed))
+        .bind(10, nowUnix)
+        .bind(11, deadline)
+        .bind(12, nowUnix)
+        .bind(13, req.tokensPerSecond);
+    if (auto st = ins->run(); !st)
+        return internalError(st.error().message);
+    const int64_t wuId = db.lastInsertId();
+
+    net::Manifest m;
+    m.workUnitId = wuId;
+    m.runId = runId;
+    m.baseVersion = version;
+    m.model = run.model;
+    const ServedFile& wf = weightFiles.at(version);
+    m.weightsUrl = "/v1/runs/" + std::to_string(runId) + "/weights/" + std::to_string(version);
+    m.weightsSha256 = wf.sha256;
+    m.weightsBytes = wf.bytes;
+    m.dataUrl = "/v1/runs/" + std::to_string(runId) + "/data/0";
+    m.dataShard = 0;
+    m.dataOffset = offset;
+    m.dataLength = length;
+    m.dataSha256 = net::sha256(std::span<const uint8_t>(train).subspan(
+        static_cast<size_t>(offset), static_cast<size_t>(length)));
+    m.innerSteps = H;
+    m.batch = run.batch;
+    m.seqLen = run.seqLen;
+    m.lr = run.lrSchedule();
+    m.lrStartStep = version * run.innerSteps;
+    m.seed = seed;
+    m.deadlineUnix = deadline;
+    m.heartbeatSeconds = cfg.heartbeatSeconds;
+    m.uploadUrl = "/v1/results/" + std::to_string(wuId);
+    m.maxUploadBytes = maxUploadBytes();
+    m.sign(key);
+
+    auto upd = db.prepare("UPDATE work_units SET manifest_json = ? WHERE id = ?");
+    if (!upd)
+        return internalError(upd.error().message);
+    upd->bind(1, m.toJson()).bind(2, wuId);
+    if (auto st = upd->run(); !st)
+        return internalError(st.error().message);
+    if (reusedFrom != 0) {
+        auto r = db.prepare("UPDATE work_units SET reassigned = 1 WHERE id = ?");
+        if (!r)
+            return internalError(r.error().message);
+        r->bind(1, reusedFrom);
+        if (auto st = r->run(); !st)
+            return internalError(st.error().message);
+    } else {
+        auto r = db.prepare("UPDATE runs SET data_cursor = ? WHERE id = ?");
+        auto r2 = db.prepare("UPDATE rounds SET assigned_bytes = ? WHERE run_id = ? AND round = ?");
+        if (!r || !r2)
+            return internalError("cannot prepare the cursor update");
+        r->bind(1, cursor).bind(2, runId);
+        r2->bind(1, span).bind(2, runId).bind(3, version);
+        if (auto st = r->run(); !st)
+            return internalError(st.error().message);
+        if (auto st = r2->run(); !st)
+            return internalError(st.error().message);
+    }
+    if (auto st = tx.commit(); !st)
+        return internalError(st.error().message);
+    log("work unit " + std::to_string(wuId) + " -> client " + std::to_string(clientId) +
+        ": version " + std::to_string(version) + ", H=" + std::to_string(H) + ", bytes [" +
+        std::to_string(offset) + ", " + std::to_string(offset + length) + ")" +
+        (reusedFrom ? " (reassigned from work unit " + std::to_string(reusedFrom) + ")" : ""));
+    WorkOffer offer;
+    offer.manifest = std::move(m);
+    return offer;
+}
+
+Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64_t workUnitId,
+                                                         const net::ProgressReport& rep) {
+    auto q = db.prepare(
+        "SELECT client_id, state, base_version, COALESCE(abandon_reason, '') FROM work_units "
+        "WHERE id = ?");
+    if (!q)
+        return internalError(q.error().message);
+    q->bind(1, workUnitId);
+    if (auto r = stepOwnWorkUnit(*q, workUnitId, clientId))
+        return *r;
+    const std::string state = q->text(1);
+    const int64_t base = q->integer(2);
+    const std::string reason = q->text(3);
+    net::ProgressReply reply;
+    if (state == "accepted") {
+        reply.action = "abandon";
+        reply.reason = "the result of this work unit was already accepted";
+        return reply;
+    }
+    if (state == "abandoned") {
+        reply.action = "abandon";
+        reply.reason = reason.empty() ? "the work unit was abandoned" : reason;
+        return reply;
+    }
+    if (version - base > cfg.maxStaleness) {
+        reply.action = "abandon";
+        reply.reason = "the run is at version " + std::to_string(version) +
+                       "; results based on version " + std::to_string(base) +
+                       " are no longer accepted (staleness bound " +
+                       std::to_string(cfg.maxStaleness) + ")";
+        (void)abandonWorkUnit(db, runId, workUnitId, reply.reason);
+        return reply;
+    }
+    auto upd = db.prepare(
+        "UPDATE work_units SET heartbeat_unix = ?, last_step = ?, last_loss = ?, "
+        "tokens_per_second = ? WHERE id = ?");
+    if (!upd)
+        return internalError(upd.error().message);
+    upd->bind(1, now())
+        .bind(2, rep.step)
+        .bind(3, static_cast<double>(rep.loss))
+        .bind(4, rep.tokensPerSecond)
+        .bind(5, workUnitId);
+    if (auto st = upd->run(); !st)
+        return internalError(st.error().message);
+    return reply;
+}
+
+}  // namespace tandem::coord

@@ -1,0 +1,210 @@
+// Rounds: the arithmetic of a close alone on exact small numbers (a late result re-based from its
+// base version's weights), then through the Coordinator without HTTP and with a hand-driven
+// clock: the close at a fixed quorum (exact new weights and momentum), the quorum of active
+// workers, the round deadline, an empty round's deadline moving on, and work-unit timeouts.
+//
+// Dimensions: P parameters.
+#include "direct.hpp"
+#include "rounds.hpp"
+
+#include <QtTest>
+
+using namespace tandem;
+using namespace tandem::testing;
+
+namespace {
+
+constexpr uint16_t kHalfOne = 0x3C00, kHalfThree = 0x4200;
+
+std::vector<uint16_t> constantDelta(int64_t P, uint16_t half) {
+    return std::vector<uint16_t>(static_cast<size_t>(P), half);
+}
+
+// Exact in float: lr and momentum powers of two.
+coord::CoordinatorConfig exactConfig() {
+    auto c = directConfig();
+    c.outer.lr = 0.5f;
+    c.outer.momentum = 0.5f;
+    c.quorum = 2;
+    return c;
+}
+
+// A new client takes a unit and uploads a result for it.
+bool contribute(DirectCoordinator& f, const std::string& name) {
+    auto client = f.registerClient(name);
+    const auto m = f.work(client);
+    const auto delta = constantDelta(f.coordinator().parameterCount(), kHalfOne);
+    return f.upload(client, buildResult(m, delta, client.key)).ok();
+}
+
+// The open round 0 is still open when ticked one second before `closeAt`, and closes at it.
+void expectCloseAt(DirectCoordinator& f, int64_t closeAt) {
+    *f.clock = closeAt - 1;
+    f.coordinator().tick();
+    QCOMPARE(f.coordinator().currentVersion(), int64_t{0});
+    *f.clock = closeAt;
+    f.coordinator().tick();
+    QCOMPARE(f.coordinator().currentVersion(), int64_t{1});
+}
+
+}  // namespace
+
+class TestCoordinatorRounds : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void outerStepAlone() {
+        QTemporaryDir tmp;
+        auto dirs = coord::StateDir::open(tmp.path().toStdString());
+        QVERIFY(dirs);
+        const ModelConfig model = *ModelConfig::parse("L=1,NH=2,C=16,T=16");
+        const size_t P = static_cast<size_t>(model.parameterCount());
+        std::vector<float> theta(P, 8.0f), velocity(P, 1.0f), sum(P);
+        for (size_t i = 0; i < P; ++i)
+            sum[i] = 4.0f * float(i % 3);  // weight sum 4: mean delta d = i % 3
+        const OuterConfig outer{0.5f, 0.5f};
+
+        // v = 0.5 * 1 + d, theta = 8 - 0.5 * (d + 0.5 * v) = 7.875 - 0.75 d
+        auto next =
+            coord::outerStepOfRound(*dirs, model, theta, velocity, sum, 4.0, {}, outer, nullptr);
+        QVERIFY(next);
+        for (size_t i = 0; i < P; ++i) {
+            const float d = float(i % 3);
+            QCOMPARE(next->velocity[i], 0.5f + d);
+            QCOMPARE(next->theta[i], 7.875f - 0.75f * d);
+        }
+
+        // A late result of weight 2 trained from version 3 (all 10): it counts from theta, so
+        // the sum loses 2 * (10 - 8) = 4 and d = i % 3 - 1.
+        std::vector<float> older(P, 10.0f);
+        QVERIFY(dirs->publish(3, model, older, std::vector<float>(P, 0.0f)));
+        const coord::LateResults late[] = {{3, 2.0}};
+        next =
+            coord::outerStepOfRound(*dirs, model, theta, velocity, sum, 4.0, late, outer, nullptr);
+        QVERIFY(next);
+        for (size_t i = 0; i < P; ++i) {
+            const float d = float(i % 3) - 1.0f;
+            QCOMPARE(next->velocity[i], 0.5f + d);
+            QCOMPARE(next->theta[i], 7.875f - 0.75f * d);
+        }
+        QCOMPARE(sum[4], 4.0f);  // the round's sum itself is left alone
+
+        const coord::LateResults missing[] = {{5, 1.0}};
+        auto failed = coord::outerStepOfRound(*dirs, model, theta, velocity, sum, 4.0, missing,
+                                              outer, nullptr);
+        QVERIFY(!failed);
+        QVERIFY(
+            failed.error().message.starts_with("re-basing the results trained from version 5: "));
+    }
+
+    void closesAtTheQuorum() {
+        DirectCoordinator f(exactConfig());
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto& c = f.coordinator();
+        const int64_t P = c.parameterCount();
+        const std::vector<float> theta0 = c.weights();
+        auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto ma = f.work(a), mb = f.work(b);
+        QVERIFY(f.upload(a, buildResult(ma, constantDelta(P, kHalfOne), a.key, 64)).ok());
+        QCOMPARE(c.currentVersion(), int64_t{0});  // 1 of 2
+        QVERIFY(f.logged("(1/2)"));
+        QVERIFY(f.upload(b, buildResult(mb, constantDelta(P, kHalfThree), b.key, 64)).ok());
+        QCOMPARE(c.currentVersion(), int64_t{1});
+        // d = (64 * 1 + 64 * 3) / 128 = 2; v = 0 + 2; theta -= 0.5 * (2 + 0.5 * 2) = 1.5.
+        const auto theta1 = c.weights();
+        const auto v1 = c.velocity();
+        bool exact = true;
+        for (size_t i = 0; i < theta0.size(); ++i)
+            exact = exact && theta1[i] == theta0[i] - 1.5f && v1[i] == 2.0f;
+        QVERIFY(exact);
+        const auto status = c.status();
+        QCOMPARE(status.round, int64_t{1});
+        QCOMPARE(status.history.size(), size_t(1));
+        QCOMPARE(status.history[0].contributors, 2);
+        QCOMPARE(status.history[0].tokens, int64_t{128});
+        QVERIFY(f.logged("round 0 closed: 2 contributor(s), 128 tokens, weight 128;"));
+        // The new version's work starts from it.
+        QCOMPARE(f.work(a).baseVersion, int64_t{1});
+    }
+
+    void quorumOfActiveWorkers() {
+        auto cfg = exactConfig();
+        cfg.quorum = 1;
+        cfg.quorumOfActiveWorkers = true;
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto& c = f.coordinator();
+        const int64_t P = c.parameterCount();
+        auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto ma = f.work(a), mb = f.work(b);
+        QVERIFY(f.upload(a, buildResult(ma, constantDelta(P, kHalfOne), a.key)).ok());
+        QCOMPARE(c.currentVersion(), int64_t{0});  // b is still training: 1 of 2
+        QVERIFY(f.logged("(1/2)"));
+        *f.clock += 100;
+        QVERIFY(c.progress(b.id, mb.workUnitId, net::ProgressReport{}.toJson()).ok());
+        *f.clock += 179;
+        c.tick();
+        QCOMPARE(c.currentVersion(), int64_t{0});  // b's heartbeat is 179 s old: still active
+        *f.clock += 2;
+        c.tick();  // 181 s: b's unit is abandoned, a alone is the quorum
+        QVERIFY(f.logged("work unit " + std::to_string(mb.workUnitId) +
+                         " abandoned: no heartbeat for 181 s; its data was reassigned"));
+        QCOMPARE(c.currentVersion(), int64_t{1});
+    }
+
+    void closesAtTheDeadline() {
+        auto cfg = exactConfig();
+        cfg.quorum = 3;
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const int64_t start = *f.clock;
+        QVERIFY(contribute(f, "a"));
+        expectCloseAt(f, start + 600);  // the round's deadline: opened + 600 s
+        QVERIFY(f.logged("round 0 reached its deadline with 1 of 3 results"));
+    }
+
+    void anEmptyRoundWaitsAnotherTimeout() {
+        auto cfg = exactConfig();
+        cfg.quorum = 3;
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const int64_t start = *f.clock;
+        *f.clock = start + 600;
+        f.coordinator().tick();  // no result: the deadline moves to start + 1200
+        QCOMPARE(f.coordinator().currentVersion(), int64_t{0});
+        QVERIFY(contribute(f, "a"));
+        expectCloseAt(f, start + 1200);
+    }
+
+    void workUnitTimeouts() {
+        DirectCoordinator f(exactConfig());
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto& c = f.coordinator();
+        const int64_t P = c.parameterCount();
+        auto a = f.registerClient("a"), b = f.registerClient("b");
+        // a keeps sending heartbeats, but its unit's deadline (600 s x (1 + staleness 1)) passes.
+        const auto ma = f.work(a);
+        // b's upload is arriving when its heartbeat times out: it is not abandoned.
+        const auto mb = f.work(b);
+        const auto rb = buildResult(mb, constantDelta(P, kHalfOne), b.key);
+        auto session =
+            c.beginUpload(b.id, mb.workUnitId, static_cast<int64_t>(rb.body.size()), rb.signature);
+        QVERIFY(session.ok());
+        for (int i = 0; i < 12; ++i) {
+            *f.clock += 100;
+            QCOMPARE(c.progress(a.id, ma.workUnitId, net::ProgressReport{}.toJson()).value().action,
+                     std::string("continue"));
+            c.tick();
+        }
+        *f.clock += 1;  // 1201 s
+        c.tick();
+        QVERIFY(f.logged("work unit " + std::to_string(ma.workUnitId) +
+                         " abandoned: its deadline passed; its data was reassigned"));
+        QVERIFY(!f.logged("work unit " + std::to_string(mb.workUnitId) + " abandoned"));
+        QVERIFY(!session.value()->feed(rb.body));
+        QVERIFY(session.value()->finish(true).ok());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCoordinatorRounds)
+#include "test_coordinator_rounds.moc"

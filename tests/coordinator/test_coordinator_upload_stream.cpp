@@ -1,0 +1,277 @@
+// One upload's byte stream alone (no coordinator, no database): a result fed in odd pieces is
+// staged byte for byte, decoded exactly and measured (norm) against an independent half decoder;
+// each header and payload check refuses with its status and code; a retry of an accepted result
+// gets its stored receipt.
+//
+// Dimensions: P parameters.
+#include "codec.hpp"
+#include "random.hpp"
+#include "upload_stream.hpp"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+using namespace tandem;
+using namespace tandem::coord;
+
+namespace {
+
+// Independent IEEE half decoder (no code shared with kernels/codec.cpp).
+double decodeHalf(uint16_t h) {
+    const int sign = (h >> 15) & 1, exponent = (h >> 10) & 31, mantissa = h & 1023;
+    double v =
+        exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+    return sign ? -v : v;
+}
+
+// Finite halves of every exponent, subnormals and signed zeros included.
+std::vector<uint16_t> randomPayload(int64_t P, uint64_t seed) {
+    Rng rng(seed);
+    std::vector<uint16_t> d(static_cast<size_t>(P));
+    for (auto& h : d)
+        h = static_cast<uint16_t>((rng.below(2) << 15) | (rng.below(31) << 10) | rng.below(1024));
+    return d;
+}
+
+struct Result {
+    std::vector<uint8_t> body;
+    net::ResultHeader header;
+    net::Signature signature{};
+};
+
+Result makeResult(const net::SigningKey& key, int64_t workUnit, const std::vector<uint16_t>& p,
+                  int64_t tokens = 640, int steps = 10) {
+    net::ResultHeader h;
+    h.workUnitId = workUnit;
+    h.parameterCount = static_cast<int64_t>(p.size());
+    h.tokens = tokens;
+    h.steps = steps;
+    h.lossFirst = 5.0f;
+    h.lossLast = 3.0f;
+    h.lossMean = 4.0f;
+    Result r;
+    r.body = net::buildResult(h, p);
+    r.header = *net::parseResultHeader(r.body);
+    r.signature = key.sign(net::resultDigest(r.header));
+    return r;
+}
+
+struct Fixture {
+    QTemporaryDir dir;
+    net::SigningKey key = net::SigningKey::generate().value();
+    int64_t clock = 100;
+
+    UploadExpectation expect(int64_t P, const net::Signature& signature) {
+        UploadExpectation e;
+        e.workUnitId = 7;
+        e.parameterCount = P;
+        e.modelName = "test model";
+        e.bodyBytes = static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P;
+        e.maxTokens = 640;
+        e.maxSteps = 10;
+        e.clientKey = key.publicKey();
+        e.signature = signature;
+        e.clock = [this] { return clock; };
+        e.startedUnix = 100;
+        e.maxSeconds = 60;
+        return e;
+    }
+    std::filesystem::path staging() const {
+        return std::filesystem::path(dir.path().toStdString()) / "upload.part";
+    }
+};
+
+// Feeds body in pieces of 1, 127, 3, 5, then 100003 bytes at a time; the first answer, if any.
+std::optional<Outcome<std::string>> feedAll(UploadStream& s, std::span<const uint8_t> body) {
+    size_t pos = 0;
+    for (size_t piece : {size_t{1}, size_t{127}, size_t{3}, size_t{5}}) {
+        const size_t n = std::min(piece, body.size() - pos);
+        if (auto a = s.feed(body.subspan(pos, n)))
+            return a;
+        pos += n;
+    }
+    while (pos < body.size()) {
+        const size_t n = std::min<size_t>(100003, body.size() - pos);
+        if (auto a = s.feed(body.subspan(pos, n)))
+            return a;
+        pos += n;
+    }
+    return std::nullopt;
+}
+
+// The refusal of a stream that took `body` whole and was then finished.
+Refusal refusalOf(Fixture& f, const Result& r, int64_t P) {
+    UploadStream s(f.expect(P, r.signature));
+    if (auto refused = s.open(f.staging(), {}))
+        return *refused;
+    if (auto answer = feedAll(s, r.body))
+        return answer->ok() ? Refusal{200, "answered", answer->value()} : answer->refusal();
+    if (auto refused = s.finish(true))
+        return *refused;
+    return Refusal{200, "accepted", ""};
+}
+
+}  // namespace
+
+class TestCoordinatorUploadStream : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void stagesDecodesAndMeasures() {
+        Fixture f;
+        const int64_t P = (int64_t{1} << 19) + 1000;  // more than one 1 MiB decode step
+        const auto payload = randomPayload(P, 11);
+        const auto r = makeResult(f.key, 7, payload);
+        {
+            UploadStream s(f.expect(P, r.signature));
+            QVERIFY(!s.open(f.staging(), std::vector<float>(5, 3.0f)));  // a used buffer
+            QVERIFY(!feedAll(s, r.body));
+            QVERIFY(!s.finish(true));
+            QVERIFY(s.header() == r.header);
+            QVERIFY(s.resultDigest() == net::resultDigest(r.header));
+            double sumSquares = 0;
+            bool exact = true;
+            for (int64_t i = 0; i < P; ++i) {
+                const double x = decodeHalf(payload[static_cast<size_t>(i)]);
+                sumSquares += x * x;
+                exact = exact && s.delta()[static_cast<size_t>(i)] == static_cast<float>(x);
+            }
+            QCOMPARE(s.delta().size(), size_t(P));
+            QVERIFY(exact);
+            // scanFp16 adds squares in float lanes of 16 (relative error below 1e-6).
+            QVERIFY(std::abs(s.norm() - std::sqrt(sumSquares)) <= 1e-6 * std::sqrt(sumSquares));
+            std::ifstream in(f.staging(), std::ios::binary);
+            const std::vector<uint8_t> staged{std::istreambuf_iterator<char>(in), {}};
+            QVERIFY(staged ==
+                    std::vector<uint8_t>(r.body.begin() + net::kResultHeaderBytes, r.body.end()));
+            QVERIFY(s.finish(true)->code == "internal");  // once only
+        }
+        QVERIFY(!std::filesystem::exists(f.staging()));  // removed unless released
+        {
+            UploadStream s(f.expect(P, r.signature));
+            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!feedAll(s, r.body));
+            QVERIFY(!s.finish(true));
+            s.releaseStagingFile();
+        }
+        QVERIFY(std::filesystem::exists(f.staging()));
+    }
+
+    void headerChecks() {
+        Fixture f;
+        const int64_t P = 1000;
+        const auto payload = randomPayload(P, 12);
+        auto check = [&](const Result& r, int status, const std::string& code,
+                         const std::string& part) {
+            const Refusal refusal = refusalOf(f, r, P);
+            QCOMPARE(refusal.httpStatus, status);
+            QCOMPARE(refusal.code, code);
+            QVERIFY2(refusal.message.find(part) != std::string::npos, refusal.message.c_str());
+        };
+        check(makeResult(f.key, 8, payload), 400, "bad_header", "names work unit 8");
+        check(makeResult(f.key, 7, randomPayload(P - 1, 12)), 422, "wrong_size",
+              "the result has 999 parameters; the run's model test model has 1000");
+        auto other = net::SigningKey::generate().value();
+        check(makeResult(other, 7, payload), 403, "bad_signature", "does not verify");
+        check(makeResult(f.key, 7, payload, 641, 10), 422, "bad_header", "641 tokens in 10 steps");
+        check(makeResult(f.key, 7, payload, 640, 11), 422, "bad_header", "at most 640 tokens");
+        auto garbled = makeResult(f.key, 7, payload);
+        garbled.body[0] = 'X';  // the magic
+        check(garbled, 400, "bad_header", "");
+        check(makeResult(f.key, 7, payload), 200, "accepted", "");
+    }
+
+    void payloadChecks() {
+        Fixture f;
+        const int64_t P = (int64_t{1} << 19) + 10;
+        auto payload = randomPayload(P, 13);
+        payload[(size_t{1} << 19) + 3] = 0x7E00;  // NaN in the second decode step
+        auto r = makeResult(f.key, 7, payload);
+        Refusal refusal = refusalOf(f, r, P);
+        QCOMPARE(refusal.httpStatus, 422);
+        QCOMPARE(refusal.code, std::string("non_finite"));
+        QVERIFY2(refusal.message.find("1 NaN or Inf value(s) among parameters 524288..524297") !=
+                     std::string::npos,
+                 refusal.message.c_str());
+
+        payload = randomPayload(P, 14);
+        r = makeResult(f.key, 7, payload);
+        r.body[net::kResultHeaderBytes + 5] ^= 1;  // the header still names the old SHA-256
+        refusal = refusalOf(f, r, P);
+        QCOMPARE(refusal.httpStatus, 422);
+        QCOMPARE(refusal.code, std::string("digest_mismatch"));
+    }
+
+    void lengthAndTime() {
+        Fixture f;
+        const int64_t P = 1000;
+        const auto r = makeResult(f.key, 7, randomPayload(P, 15));
+        {
+            UploadStream s(f.expect(P, r.signature));
+            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!feedAll(s, std::span(r.body).first(r.body.size() - 2)));
+            const auto refused = s.finish(true);
+            QCOMPARE(refused->httpStatus, 400);
+            QCOMPARE(refused->code, std::string("truncated"));
+            QVERIFY(refused->message.find("after 2126 of 2128 bytes") != std::string::npos);
+        }
+        {
+            UploadStream s(f.expect(P, r.signature));
+            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!feedAll(s, r.body));
+            QCOMPARE(s.finish(false)->code, std::string("truncated"));  // the body was cut
+        }
+        {
+            UploadStream s(f.expect(P, r.signature));
+            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!feedAll(s, r.body));
+            const uint8_t extra = 0;
+            auto refused = s.feed(std::span(&extra, 1));
+            QVERIFY(refused && !refused->ok());
+            QCOMPARE(refused->refusal().code, std::string("wrong_size"));
+        }
+        {
+            UploadStream s(f.expect(P, r.signature));
+            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!s.feed(std::span(r.body).first(200)));
+            f.clock = 100 + 61;
+            auto refused = s.feed(std::span(r.body).subspan(200, 10));
+            QVERIFY(refused && !refused->ok());
+            QCOMPARE(refused->refusal().httpStatus, 408);
+            QCOMPARE(refused->refusal().code, std::string("too_slow"));
+        }
+    }
+
+    void retryOfAnAcceptedResult() {
+        Fixture f;
+        const int64_t P = 1000;
+        const auto r = makeResult(f.key, 7, randomPayload(P, 16));
+        auto e = f.expect(P, r.signature);
+        e.accepted = true;
+        e.acceptedDigest = net::resultDigest(r.header);
+        e.acceptedReceipt = "{\"stored\":\"receipt\"}";
+        {
+            UploadStream s(e);
+            auto answer = s.feed(r.body);  // no staging file: open() is not called
+            QVERIFY(answer && answer->ok());
+            QCOMPARE(answer->value(), e.acceptedReceipt);
+        }
+        {
+            const auto other = makeResult(f.key, 7, randomPayload(P, 17));
+            e.signature = other.signature;
+            UploadStream s(e);
+            auto answer = s.feed(other.body);
+            QVERIFY(answer && !answer->ok());
+            QCOMPARE(answer->refusal().httpStatus, 409);
+            QCOMPARE(answer->refusal().code, std::string("duplicate"));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCoordinatorUploadStream)
+#include "test_coordinator_upload_stream.moc"

@@ -1,0 +1,207 @@
+// Work assignment: the sizing and placing rules alone (exact cases), then through the
+// Coordinator without HTTP and with a hand-driven clock: disjoint ranges in order, the signed
+// manifest, the per-client limit, an abandoned range handed out again, no work when the round has
+// spanned the shard, and heartbeats.
+#include "direct.hpp"
+#include "work_assignment.hpp"
+
+#include <QtTest>
+
+using namespace tandem;
+using namespace tandem::testing;
+
+namespace {
+
+coord::RunSettings settings() {
+    coord::RunSettings s;
+    s.batch = 2;
+    s.seqLen = 16;  // 32 tokens per step
+    s.innerSteps = 8;
+    s.minInnerSteps = 2;
+    return s;
+}
+
+struct Fixture : DirectCoordinator {
+    explicit Fixture(size_t corpusBytes = 200000, int maxUnitsPerClient = 2)
+        : DirectCoordinator(config(maxUnitsPerClient), corpusBytes) {}
+    static coord::CoordinatorConfig config(int maxUnitsPerClient) {
+        auto c = directConfig();
+        c.maxWorkUnitsPerClient = maxUnitsPerClient;
+        return c;
+    }
+    std::vector<uint8_t> trainShard() { return readStateFile("data/shard-0.bin"); }
+};
+
+}  // namespace
+
+class TestCoordinatorWork : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void innerStepsFromThroughput() {
+        const auto s = settings();
+        QCOMPARE(coord::innerStepsFor(s, 0, 100), 8);    // unknown: the maximum
+        QCOMPARE(coord::innerStepsFor(s, -5, 100), 8);   // nonsense: the maximum
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100), 3);  // 100 tokens / 32 per step = 3.125
+        QCOMPARE(coord::innerStepsFor(s, 2.0, 100), 6);  // 6.25
+        QCOMPARE(coord::innerStepsFor(s, 0.5, 100), 2);  // 1.5625, raised to the minimum
+        QCOMPARE(coord::innerStepsFor(s, 4.0, 100), 8);  // 12.5, capped at the maximum
+    }
+
+    void unitBytes() {
+        const auto s = settings();
+        QCOMPARE(coord::workUnitBytes(s, 3, 100000), int64_t{96});
+        QCOMPARE(coord::workUnitBytes(s, 0, 100000), int64_t{17});  // at least one window
+        QCOMPARE(coord::workUnitBytes(s, 8, 200), int64_t{200});    // at most the shard
+    }
+
+    void dataRanges() {
+        auto r = coord::nextDataRange(0, 0, 100, 1000);
+        QVERIFY(r);
+        QCOMPARE(r->offset, int64_t{0});
+        QCOMPARE(r->length, int64_t{100});
+        QCOMPARE(r->nextCursor, int64_t{100});
+        QCOMPARE(r->assignedBytes, int64_t{100});
+        // Ends exactly at the end of the shard: the cursor wraps to 0.
+        r = coord::nextDataRange(900, 900, 100, 1000);
+        QVERIFY(r);
+        QCOMPARE(r->offset, int64_t{900});
+        QCOMPARE(r->nextCursor, int64_t{0});
+        QCOMPARE(r->assignedBytes, int64_t{1000});
+        // Would run past the end: starts at 0, the 50-byte tail counts as assigned.
+        r = coord::nextDataRange(950, 300, 100, 1000);
+        QVERIFY(r);
+        QCOMPARE(r->offset, int64_t{0});
+        QCOMPARE(r->nextCursor, int64_t{100});
+        QCOMPARE(r->assignedBytes, int64_t{450});
+        // The round would span more than the shard.
+        QVERIFY(!coord::nextDataRange(950, 950, 100, 1000));
+        QVERIFY(!coord::nextDataRange(500, 901, 100, 1000));
+        QVERIFY(coord::nextDataRange(500, 900, 100, 1000));
+    }
+
+    void assignsDisjointRangesInOrder() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto m1 = f.work(a, 1.0);  // H = 3: 96 bytes
+        const auto m2 = f.work(b, 0);    // H = 8: 256 bytes
+        QCOMPARE(m1.innerSteps, 3);
+        QCOMPARE(m2.innerSteps, 8);
+        QCOMPARE(m1.dataOffset, int64_t{0});
+        QCOMPARE(m1.dataLength, int64_t{96});
+        QCOMPARE(m2.dataOffset, int64_t{96});
+        QCOMPARE(m2.dataLength, int64_t{256});
+
+        const auto shard = f.trainShard();
+        const auto pk = f.coordinator().publicKey();
+        for (const auto* m : {&m1, &m2}) {
+            QVERIFY(m->verify(pk));
+            QVERIFY(m->dataSha256 ==
+                    net::sha256(std::span<const uint8_t>(shard).subspan(
+                        static_cast<size_t>(m->dataOffset), static_cast<size_t>(m->dataLength))));
+            QCOMPARE(m->runId, f.coordinator().runId());
+            QCOMPARE(m->baseVersion, int64_t{0});
+            QCOMPARE(m->lrStartStep, int64_t{0});
+            QCOMPARE(m->batch, 2);
+            QCOMPARE(m->seqLen, 16);
+            QCOMPARE(m->deadlineUnix, *f.clock + 600 * 2);  // round timeout x (1 + staleness)
+            QCOMPARE(m->heartbeatSeconds, 30);
+            QCOMPARE(m->weightsUrl, "/v1/runs/" + std::to_string(m->runId) + "/weights/0");
+            QCOMPARE(m->uploadUrl, "/v1/results/" + std::to_string(m->workUnitId));
+            QCOMPARE(m->maxUploadBytes, f.coordinator().maxUploadBytes());
+            QVERIFY(m->seed < (uint64_t{1} << 53));
+        }
+        QVERIFY(m1.workUnitId != m2.workUnitId);
+    }
+
+    void limitsUnitsPerClient() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a");
+        const auto m1 = f.work(a, 0), m2 = f.work(a, 0);
+        QVERIFY(m1.workUnitId > 0 && m2.workUnitId > 0);
+        auto third = f.request(a, 0);
+        QVERIFY(!third.ok());
+        QCOMPARE(third.refusal().httpStatus, 409);
+        QCOMPARE(third.refusal().code, std::string("too_many_work_units"));
+        QVERIFY(third.refusal().message.find("(" + std::to_string(m1.workUnitId) + ", " +
+                                             std::to_string(m2.workUnitId) + ")") !=
+                std::string::npos);
+    }
+
+    void reassignsAnAbandonedRange() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto m1 = f.work(a, 1.0);  // [0, 96)
+        *f.clock += 181;                 // no heartbeat for longer than the timeout
+        f.coordinator().tick();
+        const std::string why = "no heartbeat for 181 s; its data was reassigned";
+        QVERIFY(f.logged("work unit " + std::to_string(m1.workUnitId) + " abandoned: " + why));
+        auto hb = f.coordinator().progress(a.id, m1.workUnitId,
+                                           net::ProgressReport{1, 2.0f, 1.0}.toJson());
+        QVERIFY(hb.ok());
+        QCOMPARE(hb.value().action, std::string("abandon"));
+        QCOMPARE(hb.value().reason, why);
+
+        const auto m2 = f.work(b, 0);  // the same bytes, whatever its own H
+        QCOMPARE(m2.dataOffset, int64_t{0});
+        QCOMPARE(m2.dataLength, int64_t{96});
+        QCOMPARE(m2.innerSteps, 8);
+        QVERIFY(f.logged("(reassigned from work unit " + std::to_string(m1.workUnitId) + ")"));
+        const auto m3 = f.work(b, 0);  // once only; then the cursor goes on
+        QCOMPARE(m3.dataOffset, int64_t{96});
+    }
+
+    void noWorkOnceTheRoundSpansTheShard() {
+        Fixture f(2000, 100);  // about 1900 train bytes: seven units of 256
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const size_t trainBytes = f.trainShard().size();
+        QVERIFY(trainBytes >= 7 * 256 && trainBytes < 8 * 256);
+        const auto a = f.registerClient("a");
+        for (int i = 0; i < 7; ++i)
+            QCOMPARE(f.work(a, 0).dataOffset, int64_t{256} * i);
+        auto none = f.request(a, 0);
+        QVERIFY(none.ok());
+        QVERIFY(!none.value().manifest);
+        QCOMPARE(none.value().retryAfterSeconds, 60);  // the deadline is 600 s away: at most 60
+        *f.clock += 570;
+        none = f.request(a, 0);
+        QCOMPARE(none.value().retryAfterSeconds, 30);  // until the round's deadline
+        *f.clock += 28;
+        none = f.request(a, 0);
+        QCOMPARE(none.value().retryAfterSeconds, 5);  // at least 5
+    }
+
+    void heartbeats() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto m = f.work(a, 0);
+        *f.clock += 170;
+        auto ok = f.coordinator().progress(a.id, m.workUnitId,
+                                           net::ProgressReport{3, 4.5f, 2.0}.toJson());
+        QVERIFY(ok.ok());
+        QCOMPARE(ok.value().action, std::string("continue"));
+        *f.clock += 170;  // 340 s after the start, 170 after the heartbeat: still alive
+        f.coordinator().tick();
+        QCOMPARE(f.coordinator()
+                     .progress(a.id, m.workUnitId, net::ProgressReport{}.toJson())
+                     .value()
+                     .action,
+                 std::string("continue"));
+
+        auto other = f.coordinator().progress(b.id, m.workUnitId, net::ProgressReport{}.toJson());
+        QCOMPARE(other.refusal().httpStatus, 403);
+        QCOMPARE(other.refusal().code, std::string("not_your_work_unit"));
+        auto unknown = f.coordinator().progress(a.id, 999, net::ProgressReport{}.toJson());
+        QCOMPARE(unknown.refusal().httpStatus, 404);
+        QCOMPARE(unknown.refusal().code, std::string("unknown_work_unit"));
+        auto bad = f.coordinator().progress(a.id, m.workUnitId, "not json");
+        QCOMPARE(bad.refusal().httpStatus, 400);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCoordinatorWork)
+#include "test_coordinator_work.moc"
