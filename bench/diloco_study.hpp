@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend.hpp"
+#include "codec_int8.hpp"  // kInt8DefaultBlock
 #include "expected.hpp"
 #include "model_config.hpp"
 #include "optimizer.hpp"

@@ -117,21 +117,12 @@ Status fsyncPath(const fs::path& path, bool directory) {
 }
 
 Expected<net::Sha256Digest> hashFile(const fs::path& path, int64_t* bytes) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f)
-        return makeError("cannot open " + path.string());
-    net::Sha256 h;
-    std::vector<uint8_t> buf(1 << 20);
-    size_t n;
-    int64_t total = 0;
-    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
-        h.update(std::span<const uint8_t>(buf.data(), n));
-        total += static_cast<int64_t>(n);
-    }
-    std::fclose(f);
+    auto hashed = net::sha256File(path);
+    if (!hashed)
+        return hashed.error();
     if (bytes)
-        *bytes = total;
-    return h.finish();
+        *bytes = hashed->bytes;
+    return hashed->digest;
 }
 
 }  // namespace tandem::coord

@@ -6,6 +6,7 @@
 
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
+#include "file_io.hpp"
 #include "recovery.hpp"
 #include "registration.hpp"
 #include "result_uploader.hpp"
@@ -14,12 +15,6 @@
 #include "unit_runner.hpp"
 #include "work_fetcher.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <thread>
 
 namespace tandem::core {
@@ -52,38 +47,9 @@ const char* toString(EngineState state) {
     return "?";
 }
 
-// The engine's copy of the private-file writer (kernels/file_io.hpp has the other); one writer
-// in base/ replaces both (issue 13).
 Status writePrivateFileAtomically(const fs::path& path, std::string_view bytes) {
-    const std::string tmp = path.string() + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return makeError("cannot create " + tmp + ": " + std::strerror(errno));
-    ::fchmod(fd, 0600);
-    size_t written = 0;
-    while (written < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            std::string why = std::strerror(errno);
-            ::close(fd);
-            return makeError("cannot write " + tmp + ": " + why);
-        }
-        written += static_cast<size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0)
-        return makeError("cannot flush " + tmp + ": " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return makeError("cannot rename " + tmp + " to " + path.string() + ": " +
-                         std::strerror(errno));
-    const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return {};
+    return tandem::writePrivateFileAtomically(
+        path, std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
 
 // The engine's parts, wired together over the shared state; the engine thread runs

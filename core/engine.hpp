@@ -213,7 +213,8 @@ class Engine {
 int64_t backoffDelayMs(const EngineConfig& config, int attempt, double u,
                        std::optional<int64_t> retryAfterMs);
 
-// Writes bytes to path.tmp created 0600, fsyncs, renames, fsyncs the directory.
+// base/file_io's private writer for text: path.tmp created 0600, fsync, rename, fsync of the
+// directory; the temporary is removed on every failure.
 Status writePrivateFileAtomically(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace tandem::core

@@ -1,20 +1,17 @@
 // The engine's backoff after errors: capped exponential with jitter; Retry-After wins.
 #include "engine_backoff.hpp"
 
+#include "backoff.hpp"
+
 #include <algorithm>
 
 namespace tandem::core {
 
 int64_t backoffDelayMs(const EngineConfig& config, int attempt, double u,
                        std::optional<int64_t> retryAfterMs) {
-    if (retryAfterMs)
-        return std::clamp<int64_t>(*retryAfterMs, 0, config.maxRetryAfterMs);
-    double b = static_cast<double>(config.backoffInitialMs);
-    for (int i = 1; i < attempt && b < static_cast<double>(config.backoffMaxMs); ++i)
-        b *= 2;
-    b = std::min(b, static_cast<double>(config.backoffMaxMs));
-    const double jitter = std::clamp(config.backoffJitter, 0.0, 1.0);
-    return static_cast<int64_t>(b - b * jitter * std::clamp(u, 0.0, 1.0));
+    const BackoffPolicy policy{config.backoffInitialMs, config.backoffMaxMs, config.backoffJitter,
+                               config.maxRetryAfterMs};
+    return tandem::backoffDelayMs(policy, attempt, u, retryAfterMs);
 }
 
 void EngineBackoff::fail(const std::string& what, const ApiFailure& failure) {

@@ -41,16 +41,8 @@ bool fileHasDigest(const fs::path& path, const net::Sha256Digest& digest) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec))
         return false;
-    std::ifstream in(path, std::ios::binary);
-    net::Sha256 h;
-    std::vector<uint8_t> buf(1 << 16);
-    while (in) {
-        in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
-        const auto n = in.gcount();
-        if (n > 0)
-            h.update(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)));
-    }
-    return h.finish() == digest;
+    auto hashed = net::sha256File(path);
+    return hashed && hashed->digest == digest;
 }
 
 Status writeProgress(const fs::path& path, const UnitProgress& p) {

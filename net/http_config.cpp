@@ -1,4 +1,5 @@
 #include "http_config.hpp"
+#include "text.hpp"
 
 #include "crypto.hpp"
 
@@ -17,7 +18,7 @@ HttpStatusResult checkPins(const std::string& pins) {
     size_t start = 0;
     while (start <= pins.size()) {
         size_t end = pins.find(';', start);
-        const std::string pin = trimSpace(
+        const std::string pin = trimWhitespace(
             pins.substr(start, end == std::string::npos ? std::string::npos : end - start));
         auto raw = pin.rfind("sha256//", 0) == 0 ? fromBase64(pin.substr(8))
                                                  : Expected<std::vector<uint8_t>>(Error{});

@@ -1,5 +1,7 @@
 #include "http_headers.hpp"
 
+#include "text.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -15,15 +17,6 @@ std::string asciiLower(std::string s) {
     return s;
 }
 
-std::string trimSpace(const std::string& s) {
-    size_t a = 0, b = s.size();
-    while (a < b && std::isspace(static_cast<unsigned char>(s[a])))
-        ++a;
-    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1])))
-        --b;
-    return s.substr(a, b - a);
-}
-
 bool startsWithNoCase(const std::string& s, const std::string& prefixLowerCase) {
     return s.size() >= prefixLowerCase.size() &&
            asciiLower(s.substr(0, prefixLowerCase.size())) == prefixLowerCase;
@@ -31,7 +24,7 @@ bool startsWithNoCase(const std::string& s, const std::string& prefixLowerCase) 
 
 std::optional<milliseconds> parseRetryAfter(const std::string& value,
                                             std::chrono::system_clock::time_point now) {
-    const std::string v = trimSpace(value);
+    const std::string v = trimWhitespace(value);
     if (v.empty())
         return std::nullopt;
     if (std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -49,10 +42,10 @@ std::optional<milliseconds> parseRetryAfter(const std::string& value,
 }
 
 std::optional<ContentRange> parseContentRange(const std::string& value) {
-    const std::string v = trimSpace(value);
+    const std::string v = trimWhitespace(value);
     if (!startsWithNoCase(v, "bytes "))
         return std::nullopt;
-    const std::string rest = trimSpace(v.substr(6));
+    const std::string rest = trimWhitespace(v.substr(6));
     const size_t slash = rest.find('/');
     if (slash == std::string::npos)
         return std::nullopt;

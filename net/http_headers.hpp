@@ -25,7 +25,6 @@ std::optional<ContentRange> parseContentRange(const std::string& value);
 
 // Small text helpers of the header parsing, shared by the client's parts.
 std::string asciiLower(std::string s);
-std::string trimSpace(const std::string& s);
 bool startsWithNoCase(const std::string& s, const std::string& prefixLowerCase);
 
 }  // namespace tandem::net

@@ -1,4 +1,5 @@
 #include "http_transport.hpp"
+#include "text.hpp"
 
 #include <curl/curl.h>
 #include <openssl/x509_vfy.h>
@@ -76,8 +77,8 @@ size_t headerCallback(char* buffer, size_t size, size_t count, void* user) {
     }
     const size_t colon = line.find(':');
     if (colon != std::string::npos)
-        st->out->headers.emplace(asciiLower(trimSpace(line.substr(0, colon))),
-                                 trimSpace(line.substr(colon + 1)));
+        st->out->headers.emplace(asciiLower(trimWhitespace(line.substr(0, colon))),
+                                 trimWhitespace(line.substr(colon + 1)));
     return n;
 }
 
