@@ -1,8 +1,8 @@
-// The CUDA emulation runtime: fibers for the threads of a block, barriers, warp exchange, the
-// block scheduler, emulated device memory and the cuBLAS stand-in. See cuda_emulation.hpp.
-//
-// Dimensions: M, N, K matrix sizes of a GEMM (column-major).
+// The CUDA emulation's kernel side: fibers for the threads of a block, barriers, warp exchange,
+// the block scheduler and launches. The runtime API is in emulated_runtime.cpp, the cuBLAS
+// stand-in in emulated_cublas.cpp. See cuda_emulation.hpp.
 #include "cuda_emulation.hpp"
+#include "emulation_internal.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -18,7 +18,6 @@
 #include <mutex>
 #include <random>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 namespace tandem::emu {
@@ -60,16 +59,6 @@ struct Fiber {
     uint64_t waitGeneration = 0;
     bool done = false;
 };
-
-// ---- errors -------------------------------------------------------------------------------------
-std::mutex gErrorMutex;
-cudaError_t gLastError = cudaSuccess;
-
-void recordError(cudaError_t error) {
-    std::lock_guard lock(gErrorMutex);
-    if (gLastError == cudaSuccess)
-        gLastError = error;
-}
 
 std::atomic<int> gSchedule{static_cast<int>(Schedule::Forward)};
 std::atomic<uint64_t> gScheduleSeed{0};
@@ -439,29 +428,16 @@ class Pool {
     std::atomic<int64_t> m_next{0};
 };
 
-int defaultWorkers() {
-    return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-}
-
 Pool& pool() {
     static Pool instance(defaultWorkers());
     return instance;
 }
 
-// ---- device memory ------------------------------------------------------------------------------
-std::mutex gMemoryMutex;
-std::unordered_map<void*, size_t> gAllocations;
-size_t gCapacity = size_t{4} << 30;
-size_t gInUse = 0;
-
-struct EmulatedCublasState {
-    cudaStream_t stream = nullptr;
-};
-
 }  // namespace
 
-struct EmulatedStream {};
-struct EmulatedCublas : EmulatedCublasState {};
+int defaultWorkers() {
+    return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+}
 
 // ---- the kernel language ------------------------------------------------------------------------
 ThreadContext& currentThread() {
@@ -546,344 +522,6 @@ Schedule schedule() {
 
 void setWorkerThreads(int threads) {
     pool().resize(std::clamp(threads, 1, 64));
-}
-
-void setDeviceMemoryCapacity(size_t bytes) {
-    std::lock_guard lock(gMemoryMutex);
-    gCapacity = bytes;
-}
-size_t deviceMemoryCapacity() {
-    std::lock_guard lock(gMemoryMutex);
-    return gCapacity;
-}
-size_t deviceMemoryInUse() {
-    std::lock_guard lock(gMemoryMutex);
-    return gInUse;
-}
-
-// ---- the runtime API ----------------------------------------------------------------------------
-const char* cudaGetErrorName(cudaError_t error) {
-    switch (error) {
-        case cudaSuccess:
-            return "cudaSuccess";
-        case cudaErrorInvalidValue:
-            return "cudaErrorInvalidValue";
-        case cudaErrorMemoryAllocation:
-            return "cudaErrorMemoryAllocation";
-        case cudaErrorInvalidConfiguration:
-            return "cudaErrorInvalidConfiguration";
-        case cudaErrorInvalidDevicePointer:
-            return "cudaErrorInvalidDevicePointer";
-        case cudaErrorInvalidMemcpyDirection:
-            return "cudaErrorInvalidMemcpyDirection";
-        case cudaErrorNoDevice:
-            return "cudaErrorNoDevice";
-        case cudaErrorInvalidDevice:
-            return "cudaErrorInvalidDevice";
-        case cudaErrorLaunchFailure:
-            return "cudaErrorLaunchFailure";
-    }
-    return "cudaErrorUnknown";
-}
-
-const char* cudaGetErrorString(cudaError_t error) {
-    switch (error) {
-        case cudaSuccess:
-            return "no error";
-        case cudaErrorInvalidValue:
-            return "invalid argument";
-        case cudaErrorMemoryAllocation:
-            return "out of memory";
-        case cudaErrorInvalidConfiguration:
-            return "invalid configuration argument";
-        case cudaErrorInvalidDevicePointer:
-            return "invalid device pointer";
-        case cudaErrorInvalidMemcpyDirection:
-            return "invalid copy direction for memcpy";
-        case cudaErrorNoDevice:
-            return "no CUDA-capable device is detected";
-        case cudaErrorInvalidDevice:
-            return "invalid device ordinal";
-        case cudaErrorLaunchFailure:
-            return "unspecified launch failure (emulation: the threads of a block deadlocked at "
-                   "barriers)";
-    }
-    return "unknown error";
-}
-
-cudaError_t cudaGetLastError() {
-    std::lock_guard lock(gErrorMutex);
-    const cudaError_t e = gLastError;
-    gLastError = cudaSuccess;
-    return e;
-}
-
-cudaError_t cudaPeekAtLastError() {
-    std::lock_guard lock(gErrorMutex);
-    return gLastError;
-}
-
-cudaError_t cudaMalloc(void** pointer, size_t bytes) {
-    if (!pointer)
-        return cudaErrorInvalidValue;
-    *pointer = nullptr;
-    const size_t rounded = std::max<size_t>(256, (bytes + 255) / 256 * 256);
-    {
-        std::lock_guard lock(gMemoryMutex);
-        if (gInUse + rounded > gCapacity)
-            return cudaErrorMemoryAllocation;
-        gInUse += rounded;
-    }
-    // Exactly the bytes asked for (256-byte aligned, like cudaMalloc), so ASan sees a kernel that
-    // reads past the end; the accounting counts whole 256-byte granules.
-    void* p = nullptr;
-    if (posix_memalign(&p, 256, std::max<size_t>(bytes, 1)) != 0) {
-        std::lock_guard lock(gMemoryMutex);
-        gInUse -= rounded;
-        return cudaErrorMemoryAllocation;
-    }
-    // Fresh device memory holds garbage: all-ones bytes are NaN floats and -1 ints, so code that
-    // reads memory it never wrote shows it.
-    std::memset(p, 0xff, std::max<size_t>(bytes, 1));
-    std::lock_guard lock(gMemoryMutex);
-    gAllocations[p] = rounded;
-    *pointer = p;
-    return cudaSuccess;
-}
-
-cudaError_t cudaFree(void* pointer) {
-    if (!pointer)
-        return cudaSuccess;
-    {
-        std::lock_guard lock(gMemoryMutex);
-        auto it = gAllocations.find(pointer);
-        if (it == gAllocations.end())
-            return cudaErrorInvalidDevicePointer;
-        gInUse -= it->second;
-        gAllocations.erase(it);
-    }
-    std::free(pointer);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-    if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
-        return cudaErrorInvalidMemcpyDirection;
-    }
-    if (bytes == 0)
-        return cudaSuccess;
-    if (!dst || !src)
-        return cudaErrorInvalidValue;
-    std::memmove(dst, src, bytes);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-    return cudaMemcpy(dst, src, bytes, kind);
-}
-
-cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
-    if (bytes == 0)
-        return cudaSuccess;
-    if (!dst)
-        return cudaErrorInvalidValue;
-    std::memset(dst, value, bytes);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
-    return cudaMemset(dst, value, bytes);
-}
-
-cudaError_t cudaMemGetInfo(size_t* freeBytes, size_t* totalBytes) {
-    std::lock_guard lock(gMemoryMutex);
-    if (freeBytes)
-        *freeBytes = gCapacity > gInUse ? gCapacity - gInUse : 0;
-    if (totalBytes)
-        *totalBytes = gCapacity;
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-    if (!stream)
-        return cudaErrorInvalidValue;
-    *stream = new EmulatedStream;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-    delete stream;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
-    return cudaPeekAtLastError();
-}
-cudaError_t cudaDeviceSynchronize() {
-    return cudaPeekAtLastError();
-}
-cudaError_t cudaSetDevice(int device) {
-    return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
-}
-cudaError_t cudaGetDevice(int* device) {
-    if (!device)
-        return cudaErrorInvalidValue;
-    *device = 0;
-    return cudaSuccess;
-}
-cudaError_t cudaGetDeviceCount(int* count) {
-    if (!count)
-        return cudaErrorInvalidValue;
-    *count = 1;
-    return cudaSuccess;
-}
-
-// ---- cuBLAS -------------------------------------------------------------------------------------
-cublasStatus_t cublasCreate(cublasHandle_t* handle) {
-    if (!handle)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    *handle = new EmulatedCublas;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasDestroy(cublasHandle_t handle) {
-    if (!handle)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    delete handle;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
-    if (!handle)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    handle->stream = stream;
-    return CUBLAS_STATUS_SUCCESS;
-}
-const char* cublasGetStatusString(cublasStatus_t status) {
-    switch (status) {
-        case CUBLAS_STATUS_SUCCESS:
-            return "the operation completed successfully";
-        case CUBLAS_STATUS_NOT_INITIALIZED:
-            return "the library was not initialized";
-        case CUBLAS_STATUS_ALLOC_FAILED:
-            return "the resource allocation failed";
-        case CUBLAS_STATUS_INVALID_VALUE:
-            return "an invalid numeric value was used as an argument";
-        case CUBLAS_STATUS_EXECUTION_FAILED:
-            return "the GPU program failed to execute";
-    }
-    return "unknown cuBLAS status";
-}
-
-namespace {
-
-bool validOp(cublasOperation_t op) {
-    return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
-}
-
-// op(X) as a dense row-major copy: rows x cols, element (r, c) at r * cols + c.
-void gather(std::vector<float>& out, const float* X, int ld, bool transposed, int rows, int cols) {
-    out.resize(static_cast<size_t>(rows) * cols);
-    for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
-            // Column-major X: untransposed element (r, c) at r + c*ld; transposed at c + r*ld.
-            out[static_cast<size_t>(r) * cols + c] = transposed
-                                                         ? X[c + static_cast<int64_t>(r) * ld]
-                                                         : X[r + static_cast<int64_t>(c) * ld];
-        }
-    }
-}
-
-// C = alpha op(A) op(B) + beta C for one matrix.
-void gemmOne(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda,
-             const float* B, int ldb, float beta, float* C, int ldc) {
-    if (m == 0 || n == 0)
-        return;
-    std::vector<float> a, bt;
-    gather(a, A, lda, ta, m, k);  // op(A): m x k, row i contiguous over p
-    // op(B)^T: n x k, row j contiguous over p. op(B)^T of B is "B with the other transpose".
-    gather(bt, B, ldb, !tb, n, k);
-    auto columns = [&](int j0, int j1) {
-        for (int j = j0; j < j1; ++j) {
-            const float* bj = bt.data() + static_cast<size_t>(j) * k;
-            for (int i = 0; i < m; ++i) {
-                const float* ai = a.data() + static_cast<size_t>(i) * k;
-                float acc[8] = {};
-                int p = 0;
-                for (; p + 8 <= k; p += 8) {
-                    for (int q = 0; q < 8; ++q)
-                        acc[q] += ai[p + q] * bj[p + q];
-                }
-                float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-                            ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-                for (; p < k; ++p)
-                    sum += ai[p] * bj[p];
-                float& c = C[i + static_cast<int64_t>(j) * ldc];
-                c = beta == 0.0f ? alpha * sum : alpha * sum + beta * c;
-            }
-        }
-    };
-    const int64_t work = int64_t{m} * n * k;
-    const int threads = work > (int64_t{1} << 22) ? defaultWorkers() : 1;
-    if (threads <= 1) {
-        columns(0, n);
-        return;
-    }
-    std::vector<std::thread> pieces;
-    for (int t = 0; t < threads; ++t) {
-        const int j0 = static_cast<int>(int64_t{n} * t / threads);
-        const int j1 = static_cast<int>(int64_t{n} * (t + 1) / threads);
-        pieces.emplace_back(columns, j0, j1);
-    }
-    for (auto& p : pieces)
-        p.join();
-}
-
-cublasStatus_t checkGemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                         int m, int n, int k, const float* alpha, const float* beta, int lda,
-                         int ldb, int ldc) {
-    if (!handle)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!validOp(transa) || !validOp(transb) || m < 0 || n < 0 || k < 0 || !alpha || !beta) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    const int rowsA = transa == CUBLAS_OP_N ? m : k;
-    const int rowsB = transb == CUBLAS_OP_N ? k : n;
-    if (lda < std::max(1, rowsA) || ldb < std::max(1, rowsB) || ldc < std::max(1, m)) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-}  // namespace
-
-cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
-                           cublasOperation_t transb, int m, int n, int k, const float* alpha,
-                           const float* A, int lda, const float* B, int ldb, const float* beta,
-                           float* C, int ldc) {
-    if (auto s = checkGemm(handle, transa, transb, m, n, k, alpha, beta, lda, ldb, ldc);
-        s != CUBLAS_STATUS_SUCCESS) {
-        return s;
-    }
-    gemmOne(transa != CUBLAS_OP_N, transb != CUBLAS_OP_N, m, n, k, *alpha, A, lda, B, ldb, *beta, C,
-            ldc);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
-                                         cublasOperation_t transb, int m, int n, int k,
-                                         const float* alpha, const float* A, int lda,
-                                         long long strideA, const float* B, int ldb,
-                                         long long strideB, const float* beta, float* C, int ldc,
-                                         long long strideC, int batchCount) {
-    if (auto s = checkGemm(handle, transa, transb, m, n, k, alpha, beta, lda, ldb, ldc);
-        s != CUBLAS_STATUS_SUCCESS) {
-        return s;
-    }
-    if (batchCount < 0)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    for (int i = 0; i < batchCount; ++i) {
-        gemmOne(transa != CUBLAS_OP_N, transb != CUBLAS_OP_N, m, n, k, *alpha, A + i * strideA, lda,
-                B + i * strideB, ldb, *beta, C + i * strideC, ldc);
-    }
-    return CUBLAS_STATUS_SUCCESS;
 }
 
 }  // namespace tandem::emu
