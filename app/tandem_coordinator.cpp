@@ -103,9 +103,10 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                     "work units sized to take about this long (default 300)");
     app::addInteger(cli, "--heartbeat-timeout", cfg.heartbeatTimeoutSeconds, 1, 86400, "S",
                     "reassign work without progress for S seconds (default 180)");
-    app::addNonNegative(cli, "--outer-lr", cfg.outer.lr, "LR",
-                        "outer Nesterov learning rate (default 0.35; above about 0.68 at momentum 0.9, runs "
-                        "whose results arrive one version late diverge)");
+    app::addNonNegative(
+        cli, "--outer-lr", cfg.outer.lr, "LR",
+        "outer Nesterov learning rate (default 0.35; above about 0.68 at momentum 0.9, runs "
+        "whose results arrive one version late diverge)");
     app::addNonNegative(cli, "--outer-momentum", cfg.outer.momentum, "MU",
                         "outer Nesterov momentum (default 0.9)");
     cli.add_option_function<std::string>(

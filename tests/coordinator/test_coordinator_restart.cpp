@@ -336,7 +336,7 @@ class TestCoordinatorRestart : public QObject {
         QVERIFY(version >= 1);
         std::vector<float> theta = initial->parameters, vel(size_t(P), 0.0f);
         std::vector<std::vector<float>> history;  // weights of every version so far
-        const float lr = 0.35f, mu = 0.9f;  // the coordinator's default outer step
+        const float lr = 0.35f, mu = 0.9f;        // the coordinator's default outer step
         for (int64_t r = 0; r < version; ++r) {
             history.push_back(theta);
             auto rows = db.query(
