@@ -7,6 +7,7 @@
 #include "checkpoint.hpp"
 #include "codec.hpp"
 #include "corpus.hpp"
+#include "crypto.hpp"
 #include "file_io.hpp"
 
 #include <nlohmann/json.hpp>
@@ -223,11 +224,10 @@ Status Coordinator::Impl::restore() {
         std::error_code ec;
         if (!fs::exists(dirs.weights(ver), ec))
             continue;
-        int64_t bytes = 0;
-        auto h = hashFile(dirs.weights(ver), &bytes);
+        auto h = net::sha256File(dirs.weights(ver));
         if (!h)
             return h.error();
-        weightFiles[ver] = ServedFile{dirs.weights(ver), bytes, *h};
+        weightFiles[ver] = ServedFile{dirs.weights(ver), h->bytes, h->digest};
     }
     sum.assign(static_cast<size_t>(P), 0.0f);
     if (auto st = rebuildRoundSum(); !st)

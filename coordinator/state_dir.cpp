@@ -116,13 +116,4 @@ Status fsyncPath(const fs::path& path, bool directory) {
     return {};
 }
 
-Expected<net::Sha256Digest> hashFile(const fs::path& path, int64_t* bytes) {
-    auto hashed = net::sha256File(path);
-    if (!hashed)
-        return hashed.error();
-    if (bytes)
-        *bytes = hashed->bytes;
-    return hashed->digest;
-}
-
 }  // namespace tandem::coord

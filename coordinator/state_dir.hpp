@@ -54,7 +54,5 @@ class StateDir {
 
 // fsync of a file or a directory.
 Status fsyncPath(const std::filesystem::path& path, bool directory);
-// SHA-256 and size of a file.
-Expected<net::Sha256Digest> hashFile(const std::filesystem::path& path, int64_t* bytes);
 
 }  // namespace tandem::coord
