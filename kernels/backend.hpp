@@ -56,6 +56,8 @@ class Backend {
     // b <= B, t <= T of allocate().
     virtual Expected<float> forward(std::span<const int32_t> inputs,
                                     std::span<const int32_t> targets, int b, int t) = 0;
+    // The next-token probabilities (V) at position `position` of row `row` of the last forward.
+    virtual Status storeProbabilities(int row, int position, std::span<float> out) const = 0;
     // Gradients of the last forward's loss (they replace earlier gradients).
     virtual Status backward() = 0;
     // Clips the global gradient norm, then one AdamW update at the given learning rate.

@@ -286,6 +286,23 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
     return static_cast<float>(sum / static_cast<double>(n));
 }
 
+Status GptBackend::storeProbabilities(int row, int position, std::span<float> out) const {
+    if (auto s = requireAllocated("storeProbabilities"); !s)
+        return s;
+    if (!m_haveForward)
+        return makeError("storeProbabilities: no forward pass yet");
+    if (row < 0 || row >= m_b || position < 0 || position >= m_t)
+        return makeError("storeProbabilities: row " + std::to_string(row) + ", position " +
+                         std::to_string(position) + " is outside the last forward's " +
+                         std::to_string(m_b) + " x " + std::to_string(m_t));
+    const int64_t V = m_layout->config().vocabSize;
+    if (auto s = checkSize("probabilities", out.size(), V); !s)
+        return s;
+    const int64_t at = m_plan.probs + (int64_t{row} * m_t + position) * V;
+    m_ops->copyOut(out.data(), m_acts + at, V);
+    return m_ops->error();
+}
+
 Status GptBackend::backward() {
     if (auto s = requireAllocated("backward"); !s)
         return s;

@@ -30,6 +30,7 @@ class GptBackend final : public Backend {
 
     Expected<float> forward(std::span<const int32_t> inputs, std::span<const int32_t> targets,
                             int b, int t) override;
+    Status storeProbabilities(int row, int position, std::span<float> out) const override;
     Status backward() override;
     Expected<StepStats> adamwStep(const AdamWConfig& config, float lr) override;
     Expected<EncodeStats> encodePseudoGradient(std::span<const float> start,
