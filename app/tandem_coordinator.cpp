@@ -128,7 +128,18 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                     "step N (default 0: constant after the warmup, for a run of open\n"
                     "length)");
     app::addInteger(cli, "--threads", cfg.threads, 1, 1024, "N",
-                    "threads for aggregation and validation (default 2)");
+                    "threads for aggregation, validation and samples (default 2)");
+    cli.add_option("--sample-prompt", cfg.samples.prompts,
+                   "a prompt the model continues after each new version (repeatable;\n"
+                   "default: three short English prompts); see GET /v1/runs/{run}/samples")
+        ->type_name("TEXT")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false);
+    app::addInteger(cli, "--sample-tokens", cfg.samples.tokens, 1, 4096, "N",
+                    "tokens each sample continues its prompt by (default 64)");
+    app::addNonNegative(cli, "--sample-seconds", cfg.samples.maxSeconds, "S",
+                        "write samples only while all prompts take under about S seconds on\n"
+                        "this CPU, predicted from the validation pass (default 10; 0: never)");
     app::addInteger(cli, "--http-threads", server.threads, 2, 1024, "N",
                     "HTTPS worker threads (default 32)");
     app::addInteger(cli, "--max-uploads", cfg.maxConcurrentUploads, 1, 1024, "N",

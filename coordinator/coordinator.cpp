@@ -123,6 +123,13 @@ void Coordinator::waitForValidation() {
 // ---------------------------------------------------------------------------------------------
 // Status and files
 
+std::vector<ModelSample> Coordinator::samples(int64_t runId, int64_t limit) {
+    std::lock_guard lock(m_impl->mu);
+    if (runId != m_impl->runId)
+        return {};
+    return m_impl->latestSamples(std::clamp<int64_t>(limit, 1, 1000));
+}
+
 net::RunStatus Coordinator::status() {
     Impl& c = *m_impl;
     std::lock_guard lock(c.mu);
@@ -151,6 +158,8 @@ net::RunStatus Coordinator::status() {
         if (a->step())
             s.activeWorkers = static_cast<int>(a->integer(0));
     }
+    if (auto newest = c.latestSamples(1); !newest.empty())
+        s.latestSample = net::SampleSummary{newest[0].version, newest[0].prompt, newest[0].text};
     return s;
 }
 

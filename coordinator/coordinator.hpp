@@ -10,6 +10,7 @@
 #include "model.hpp"
 #include "outer.hpp"
 #include "protocol.hpp"
+#include "samples.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -60,7 +61,8 @@ struct CoordinatorConfig {
     double validationFraction = 0.05;  // tail of the corpus held out
     int validationBatches = 4;
     int validationBatch = 8;
-    int threads = 2;  // aggregation, outer step and validation
+    SampleConfig samples;  // what the model writes, after each version (samples.hpp)
+    int threads = 2;       // aggregation, outer step, validation and samples
     uint64_t seed = 1;
     bool backgroundThreads = true;   // ticker and validator; tests drive tick() themselves
     std::function<int64_t()> clock;  // unix seconds; default: the system clock
@@ -137,6 +139,8 @@ class Coordinator {
                                                         std::string_view signature,
                                                         bool dryRun = false);
     net::RunStatus status();
+    // The newest samples, newest version first (at most `limit` of them).
+    std::vector<ModelSample> samples(int64_t runId, int64_t limit);
     Outcome<ServedFile> weightsFile(int64_t runId, int64_t version);
     Outcome<ServedFile> dataShard(int64_t runId, int64_t shard);
 

@@ -56,6 +56,7 @@ struct Coordinator::Impl {
     std::vector<uint8_t> train;       // shard 0
     std::vector<uint8_t> validation;  // held-out tail of the corpus
     ServedFile shard0;
+    std::unique_ptr<Tokenizer> tokenizer;  // the run's; decodes what the model writes
 
     // The open round.
     int64_t version = 0;                 // the open round = the current weights version
@@ -75,6 +76,7 @@ struct Coordinator::Impl {
     std::condition_variable tickCv, evalCv, evalDoneCv;
     std::deque<EvalJob> evalQueue;
     int evalBusy = 0;
+    bool samplesTooSlowLogged = false;
     bool stopping = false;
 
     Impl(CoordinatorConfig c, Logger l, StateDir s, Database d, net::SigningKey k)
@@ -136,7 +138,16 @@ struct Coordinator::Impl {
     // The validation loss of weights (P) on the run's validation text.
     Expected<double> evaluate(std::span<const float> weights) const;
     void recordValidationLoss(int64_t round, double loss);  // mu held
-    void validatorLoop();                                   // the validator thread
+    // Evaluates the version a round produced (mu not held), records its loss and, for the
+    // newest queued version, writes its samples.
+    void evaluateJob(const EvalJob& job, bool newest);
+    void validatorLoop();  // the validator thread
+
+    // ---- samples (samples.cpp), run by the validator after a version's loss, mu not held
+
+    void sampleVersion(int64_t sampled, std::span<const float> weights,
+                       double forwardPositionsPerSecond);
+    std::vector<ModelSample> latestSamples(int64_t limit);  // mu held
     // Blocks until every queued validation has been recorded (evaluates them itself without
     // background threads).
     void waitForValidation();

@@ -207,6 +207,7 @@ Status Coordinator::Impl::restore() {
         return v.error();
     validation = std::move(*v);
     shard0 = ServedFile{dirs.trainShard(), trainBytes, net::sha256(train)};
+    tokenizer = makeByteTokenizer();  // a byte-text run
 
     auto w = loadCheckpoint(dirs.weights(version), run.model);
     if (!w)

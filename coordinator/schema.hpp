@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 1> kMigrations = {
+inline constexpr std::array<std::string_view, 2> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -83,6 +83,19 @@ CREATE INDEX results_round ON results(round, seq);
 CREATE TABLE receipts (
   work_unit_id INTEGER PRIMARY KEY REFERENCES results(work_unit_id),
   json TEXT NOT NULL
+);
+)sql",
+    // 2: what the model writes after each version (samples.hpp).
+    R"sql(
+CREATE TABLE samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  version INTEGER NOT NULL,
+  prompt_index INTEGER NOT NULL,
+  prompt TEXT NOT NULL,
+  text TEXT NOT NULL,
+  seconds REAL NOT NULL,
+  created_unix INTEGER NOT NULL,
+  PRIMARY KEY (run_id, version, prompt_index)
 );
 )sql",
 };

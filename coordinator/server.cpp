@@ -313,6 +313,26 @@ void Server::Impl::routes() {
     s.Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, coord.status().toJson());
     });
+    s.Get(R"(/v1/runs/(\d+)/samples)", [this](const httplib::Request& req, httplib::Response& res) {
+        const auto run = pathNumber(req, 1);
+        int64_t limit = 20;
+        if (req.has_param("limit")) {
+            const std::string v = req.get_param_value("limit");
+            const bool digits = !v.empty() && v.size() <= 4 &&
+                                v.find_first_not_of("0123456789") == std::string::npos;
+            limit = digits ? std::stoll(v) : 0;
+            if (limit < 1 || limit > 1000)
+                return sendRefusal(res, {400, "bad_request",
+                                         "limit must be an integer from 1 to 1000, found '" +
+                                             net::quotable(v) + "'"});
+        }
+        if (!run || *run != coord.runId())
+            return sendRefusal(res, {404, "not_found", "no such run"});
+        std::vector<net::SampleSummary> out;
+        for (const ModelSample& m : coord.samples(*run, limit))
+            out.push_back({m.version, m.prompt, m.text});
+        sendJson(res, 200, net::samplesToJson(out));
+    });
 
     s.Get("/v1/speedtest", [this](const httplib::Request& req, httplib::Response& res) {
         int64_t bytes = 1 << 20;

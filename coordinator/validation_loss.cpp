@@ -4,6 +4,7 @@
 #include "coordinator_impl.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace tandem::coord {
@@ -56,6 +57,29 @@ void Coordinator::Impl::recordValidationLoss(int64_t round, double loss) {
         (void)u->bind(1, loss).bind(2, runId).bind(3, round).run();
 }
 
+void Coordinator::Impl::evaluateJob(const EvalJob& job, bool newest) {
+    const auto start = std::chrono::steady_clock::now();
+    auto loss = evaluate(job.weights);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    {
+        std::lock_guard lock(mu);
+        if (!loss) {
+            log("round " + std::to_string(job.round) +
+                ": validation failed: " + loss.error().message);
+            return;
+        }
+        recordValidationLoss(job.round, *loss);
+        log("round " + std::to_string(job.round) + ": validation loss " + fmt(*loss, 6));
+    }
+    // Samples of the newest version only: when rounds close faster than this thread keeps up,
+    // older versions are skipped. The validation pass measured the CPU's speed.
+    if (newest) {
+        const double positions = static_cast<double>(cfg.validationBatches) *
+                                 std::max(1, cfg.validationBatch) * run.model.maxSeqLen;
+        sampleVersion(job.round + 1, job.weights, positions / std::max(1e-6, took.count()));
+    }
+}
+
 void Coordinator::Impl::validatorLoop() {
     std::unique_lock lock(mu);
     while (true) {
@@ -65,17 +89,11 @@ void Coordinator::Impl::validatorLoop() {
         EvalJob job = std::move(evalQueue.front());
         evalQueue.pop_front();
         ++evalBusy;
+        const bool newest = evalQueue.empty();
         lock.unlock();
-        auto loss = evaluate(job.weights);
+        evaluateJob(job, newest);
         lock.lock();
         --evalBusy;
-        if (loss) {
-            recordValidationLoss(job.round, *loss);
-            log("round " + std::to_string(job.round) + ": validation loss " + fmt(*loss, 6));
-        } else {
-            log("round " + std::to_string(job.round) +
-                ": validation failed: " + loss.error().message);
-        }
         evalDoneCv.notify_all();
     }
 }
@@ -87,11 +105,10 @@ void Coordinator::Impl::waitForValidation() {
         while (!evalQueue.empty()) {
             EvalJob job = std::move(evalQueue.front());
             evalQueue.pop_front();
-            auto loss = evaluate(job.weights);
-            if (loss)
-                recordValidationLoss(job.round, *loss);
-            else
-                log("validation failed: " + loss.error().message);
+            const bool newest = evalQueue.empty();
+            lock.unlock();
+            evaluateJob(job, newest);
+            lock.lock();
         }
         return;
     }

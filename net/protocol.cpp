@@ -494,6 +494,21 @@ Expected<Receipt> Receipt::fromJson(std::string_view text) {
 
 // ---- status
 
+namespace {
+
+json sampleToJson(const SampleSummary& s) {
+    return {{"version", s.version}, {"prompt", s.prompt}, {"text", s.text}};
+}
+
+}  // namespace
+
+std::string samplesToJson(const std::vector<SampleSummary>& samples) {
+    json list = json::array();
+    for (const auto& s : samples)
+        list.push_back(sampleToJson(s));
+    return json{{"samples", list}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string RunStatus::toJson() const {
     json history_ = json::array();
     for (const auto& h : history) {
@@ -502,14 +517,16 @@ std::string RunStatus::toJson() const {
                             {"contributors", h.contributors},
                             {"tokens", h.tokens}});
     }
-    return json{{"run_id", runId},
-                {"round", round},
-                {"model", modelToJson(model)},
-                {"active_workers", activeWorkers},
-                {"total_tokens", totalTokens},
-                {"work_unit_seconds", workUnitSeconds},
-                {"history", history_}}
-        .dump();
+    json j{{"run_id", runId},
+           {"round", round},
+           {"model", modelToJson(model)},
+           {"active_workers", activeWorkers},
+           {"total_tokens", totalTokens},
+           {"work_unit_seconds", workUnitSeconds},
+           {"history", history_}};
+    if (latestSample)
+        j["latest_sample"] = sampleToJson(*latestSample);
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
@@ -542,6 +559,16 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
                 r.fail(er.error().message);
             s.history.push_back(rs);
         }
+    }
+    if (const json* ls = j->contains("latest_sample") ? r.object("latest_sample") : nullptr) {
+        Reader sr(*ls, "status latest_sample");
+        SampleSummary sample;
+        sample.version = sr.integer("version", 0, kMaxI64);
+        sample.prompt = sr.string("prompt", 0, 1 << 16);
+        sample.text = sr.string("text", 0, 1 << 20);
+        if (sr.failed())
+            r.fail(sr.error().message);
+        s.latestSample = std::move(sample);
     }
     if (r.failed())
         return r.error();

@@ -130,6 +130,17 @@ struct RoundSummary {
     bool operator==(const RoundSummary&) const = default;
 };
 
+// What the model wrote after one version, from one prompt (GET /v1/runs/{run}/samples).
+struct SampleSummary {
+    int64_t version = 0;
+    std::string prompt;
+    std::string text;  // the continuation alone
+    bool operator==(const SampleSummary&) const = default;
+};
+
+// GET /v1/runs/{run}/samples: newest version first.
+std::string samplesToJson(const std::vector<SampleSummary>& samples);
+
 // GET /v1/status
 struct RunStatus {
     int64_t runId = 0;
@@ -137,8 +148,9 @@ struct RunStatus {
     ModelConfig model;
     int activeWorkers = 0;
     int64_t totalTokens = 0;
-    int workUnitSeconds = 0;            // what work units are sized to take (0: not said)
-    std::vector<RoundSummary> history;  // one entry per closed round, oldest first
+    int workUnitSeconds = 0;                    // what work units are sized to take (0: not said)
+    std::vector<RoundSummary> history;          // one entry per closed round, oldest first
+    std::optional<SampleSummary> latestSample;  // what the newest sampled version wrote
     std::string toJson() const;
     static Expected<RunStatus> fromJson(std::string_view text);
 };

@@ -40,14 +40,15 @@ class DirectCoordinator {
   public:
     std::shared_ptr<int64_t> clock = std::make_shared<int64_t>(1'000'000);
 
+    // withServer: also serve it over HTTPS (t().connect()), for the read-only routes.
     explicit DirectCoordinator(coord::CoordinatorConfig c = directConfig(),
-                               size_t corpusBytes = 200000) {
+                               size_t corpusBytes = 200000, bool withServer = false) {
         auto now = clock;
         c.clock = [now] { return *now; };
         const auto corpus = std::filesystem::path(m_corpusDir.path().toStdString()) / "corpus.txt";
         writeCorpus(corpus, corpusBytes);
         c.corpus = {corpus};
-        m_t = std::make_unique<TestCoordinator>(c, false);
+        m_t = std::make_unique<TestCoordinator>(c, withServer);
     }
 
     TestCoordinator& t() { return *m_t; }
