@@ -117,6 +117,11 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.workUnitSeconds = status->workUnitSeconds;
     for (const auto& h : status->history)
         r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
+    if (status->latestSample) {
+        r.sampleVersion = status->latestSample->version;
+        r.samplePrompt = q(status->latestSample->prompt);
+        r.sampleText = q(status->latestSample->text);
+    }
     return r;
 }
 

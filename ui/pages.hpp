@@ -18,6 +18,7 @@ class QChartView;
 class QCheckBox;
 class QComboBox;
 class QDateTimeAxis;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QLineSeries;
@@ -146,10 +147,14 @@ class RunPage final : public Page {
     QLineSeries* lossSeries() const { return m_loss; }
     QScatterSeries* mineSeries() const { return m_mine; }
     QLabel* statusLabel() const { return m_status; }
+    QLabel* sampleLabel() const { return m_sample; }
 
   private:
     QLabel* m_summary;
     QLabel* m_status;
+    QGroupBox* m_sampleBox;
+    QLabel* m_sample;
+    void showSample(const RunInfo& info);
     QPushButton* m_reload;
     QChart* m_chart;
     QLineSeries* m_loss;

@@ -5,6 +5,7 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
@@ -63,6 +64,21 @@ RunPage::RunPage(const UiContext& context, QWidget* parent) : Page(context, pare
     }
     m_chart->legend()->show();
     layout->addWidget(view, 1);
+
+    // The prompt in bold, then the model's continuation; wraps anywhere and never widens the
+    // window (a continuation may be one long word).
+    m_sampleBox = new QGroupBox(tr("What the model writes now"), content);
+    m_sampleBox->setObjectName(QStringLiteral("sampleBox"));
+    auto* sampleLayout = new QVBoxLayout(m_sampleBox);
+    m_sample = new QLabel(m_sampleBox);
+    m_sample->setObjectName(QStringLiteral("sample"));
+    m_sample->setWordWrap(true);
+    m_sample->setTextFormat(Qt::RichText);
+    m_sample->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_sample->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    sampleLayout->addWidget(m_sample);
+    m_sampleBox->hide();
+    layout->addWidget(m_sampleBox);
     setContent(content);
     setEmpty(tr("Asking the coordinator for the training run's progress…"));
 }
@@ -96,6 +112,28 @@ void RunPage::reload() {
         [this](RunInfo info) { showRun(info); });
 }
 
+void RunPage::showSample(const RunInfo& info) {
+    m_sampleBox->setVisible(info.sampleVersion > 0);
+    if (info.sampleVersion <= 0)
+        return;
+    // Break-anywhere spaces after long runs of non-space, so no word is wider than the label.
+    auto escaped = [](const QString& text) {
+        QString out;
+        int run = 0;
+        for (const QChar c : text) {
+            run = c.isSpace() ? 0 : run + 1;
+            out += QString(c).toHtmlEscaped();
+            if (run > 0 && run % 40 == 0)
+                out += QChar(0x200B);  // zero-width space: a place to wrap
+        }
+        return out;
+    };
+    m_sampleBox->setTitle(
+        tr("What the model writes now (after round %1)").arg(info.sampleVersion - 1));
+    m_sample->setText(QStringLiteral("<p style=\"white-space: pre-wrap\"><b>%1</b>%2</p>")
+                          .arg(escaped(info.samplePrompt), escaped(info.sampleText)));
+}
+
 void RunPage::showRun(const RunInfo& info) {
     m_asking = false;
     m_reload->setEnabled(true);
@@ -114,6 +152,8 @@ void RunPage::showRun(const RunInfo& info) {
                            .arg(info.round)
                            .arg(info.activeWorkers)
                            .arg(formatTokens(info.totalTokens), info.model));
+
+    showSample(info);
 
     // The rounds this machine's results were applied to, from the receipts in the ledger.
     std::set<int64_t> mine;

@@ -55,6 +55,9 @@ struct RunInfo {
     int64_t totalTokens = 0;
     int workUnitSeconds = 0;         // what the coordinator sizes units to (0: not said)
     std::vector<RoundInfo> history;  // closed rounds, oldest first
+    // What the model wrote after its newest sampled version (sampleVersion 0: nothing yet).
+    int64_t sampleVersion = 0;
+    QString samplePrompt, sampleText;
 };
 
 class Services {

@@ -13,6 +13,7 @@
 #include <QBarSeries>
 #include <QBarSet>
 #include <QClipboard>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineSeries>
 #include <QProgressBar>
@@ -133,10 +134,26 @@ class TestUiPages : public QObject {
         QCOMPARE(page.mineSeries()->at(1), QPointF(6, 3.5));
         QCOMPARE(page.statusLabel()->text(),
                  QStringLiteral("Rounds with a contribution from this computer: 2 of 8."));
+        // What the model writes now: the prompt in bold, the text escaped, a long word
+        // given places to wrap (it must not widen the window).
+        auto* box = page.findChild<QGroupBox*>(QStringLiteral("sampleBox"));
+        QVERIFY(box && !box->isHidden());
+        QCOMPARE(box->title(), QStringLiteral("What the model writes now (after round 8)"));
+        const QString html = page.sampleLabel()->text();
+        QVERIFY2(html.contains(QStringLiteral("<b>The </b>cat &lt;sat&gt; &amp; x")),
+                 qPrintable(html));
+        QCOMPARE(html.count(QChar(0x200B)), 2);  // 100 x's: after the 40th and the 80th
+        QCOMPARE(page.sampleLabel()->sizePolicy().horizontalPolicy(), QSizePolicy::Ignored);
         // At most once a minute unless asked.
         const int calls = m_services.statusCalls;
         page.refresh();
         QCOMPARE(m_services.statusCalls.load(), calls);
+        // A run without samples (yet) shows no box.
+        m_services.withSample = false;
+        page.reload();
+        QTRY_COMPARE(m_services.statusCalls.load(), calls + 1);
+        QTRY_VERIFY(box->isHidden());
+        m_services.withSample = true;
     }
 
     void network() {

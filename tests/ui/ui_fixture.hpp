@@ -24,6 +24,7 @@ class FakeServices final : public ui::Services {
     std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0};
     bool bandwidthFails = false;
     int workUnitSeconds = 0;  // what the coordinator's status says (0: an older one, silent)
+    bool withSample = true;   // the status carries what the model wrote
     std::string lastUrl;
 
     // Pages query services on the global thread pool (ui/async.hpp); a query still running
@@ -75,6 +76,11 @@ class FakeServices final : public ui::Services {
         for (int i = 1; i <= 8; ++i)
             r.history.push_back({i, 5.0 - 0.25 * i, 2, 1000});
         r.history.push_back({9, std::nullopt, 0, 0});  // not evaluated yet
+        if (withSample) {
+            r.sampleVersion = 9;
+            r.samplePrompt = QStringLiteral("The ");
+            r.sampleText = QStringLiteral("cat <sat> & ") + QString(100, QLatin1Char('x'));
+        }
         return r;
     }
 };

@@ -4,7 +4,7 @@
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../../app/tandem_main.cpp" line="+262"/>
+        <location filename="../../app/tandem_main.cpp" line="+220"/>
         <location line="+48"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
@@ -1307,7 +1307,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::RunPage</name>
     <message>
-        <location filename="../run_page.cpp" line="+29"/>
+        <location filename="../run_page.cpp" line="+30"/>
         <source>&amp;Refresh</source>
         <translation>A&amp;ktualisieren</translation>
     </message>
@@ -1347,7 +1347,12 @@ Latenz: %3 ms</translation>
         <translation>Loss</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+13"/>
+        <source>What the model writes now</source>
+        <translation>Was das Modell jetzt schreibt</translation>
+    </message>
+    <message>
+        <location line="+13"/>
         <source>Asking the coordinator for the training run&apos;s progress…</source>
         <translation>Fragt den Koordinator nach dem Fortschritt des Trainingslaufs …</translation>
     </message>
@@ -1367,7 +1372,12 @@ Latenz: %3 ms</translation>
         <translation>Fragt den Koordinator …</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+25"/>
+        <source>What the model writes now (after round %1)</source>
+        <translation>Was das Modell jetzt schreibt (nach Runde %1)</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>Could not reach the coordinator: %1</source>
         <translation>Der Koordinator war nicht erreichbar: %1</translation>
     </message>
@@ -1384,7 +1394,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Lauf %1, Runde %2 offen. Aktive Teilnehmer: %3. Insgesamt trainierte Tokens: %4. Modell: %5.</translation>
     </message>
     <message>
-        <location line="+31"/>
+        <location line="+33"/>
         <source>The run has no evaluated round yet (round %1 is open). The loss curve appears once the coordinator has closed and evaluated the first round.</source>
         <translation>Der Lauf hat noch keine ausgewertete Runde (Runde %1 ist offen). Die Loss-Kurve erscheint, sobald der Koordinator die erste Runde abgeschlossen und ausgewertet hat.</translation>
     </message>
