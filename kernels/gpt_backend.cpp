@@ -174,6 +174,16 @@ Status GptBackend::storeParameters(std::span<float> parameters) const {
     return m_ops->error();
 }
 
+Status GptBackend::storeLogits(std::span<float> logits) const {
+    if (!m_haveForward)
+        return makeError("storeLogits: no forward has run");
+    const int64_t n = int64_t{m_b} * m_t * m_layout->config().vocabSize;
+    if (auto s = checkSize("logits", logits.size(), n); !s)
+        return s;
+    m_ops->copyOut(logits.data(), m_acts + m_plan.logits, logits.size());
+    return m_ops->error();
+}
+
 Status GptBackend::storeGradients(std::span<float> gradients) const {
     if (auto s = requireAllocated("storeGradients"); !s)
         return s;
