@@ -5,6 +5,7 @@
 #include "coordinator.hpp"
 
 #include "coordinator_impl.hpp"
+#include "run_export.hpp"
 
 namespace tandem::coord {
 
@@ -131,6 +132,8 @@ net::RunStatus Coordinator::status() {
     s.round = c.version;
     s.model = c.run.model;
     s.workUnitSeconds = c.cfg.targetWorkUnitSeconds;
+    if (auto e = readLatestExport(c.cfg.stateDir); e && e->runId == c.runId)
+        s.latestExport = net::ExportInfo{e->path, e->format, e->version, e->exportedUnix};
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");

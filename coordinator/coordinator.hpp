@@ -28,6 +28,9 @@ struct CoordinatorConfig {
     std::filesystem::path stateDir;
     std::vector<std::filesystem::path> corpus;  // needed when the state dir holds no run yet
     std::string model = "tiny";
+    // Starting weights of a new run (safetensors or llm.c; kernels/model_files.hpp) instead
+    // of a random initialisation; empty: random from `seed`.
+    std::filesystem::path initWeights;
     int innerSteps = 50;    // H for a worker of unknown or ample throughput (the maximum)
     int minInnerSteps = 0;  // 0: innerSteps / 10, at least 1
     int batch = 8;

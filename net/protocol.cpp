@@ -502,14 +502,19 @@ std::string RunStatus::toJson() const {
                             {"contributors", h.contributors},
                             {"tokens", h.tokens}});
     }
-    return json{{"run_id", runId},
-                {"round", round},
-                {"model", modelToJson(model)},
-                {"active_workers", activeWorkers},
-                {"total_tokens", totalTokens},
-                {"work_unit_seconds", workUnitSeconds},
-                {"history", history_}}
-        .dump();
+    json out{{"run_id", runId},
+             {"round", round},
+             {"model", modelToJson(model)},
+             {"active_workers", activeWorkers},
+             {"total_tokens", totalTokens},
+             {"work_unit_seconds", workUnitSeconds},
+             {"history", history_}};
+    if (latestExport)
+        out["latest_export"] = {{"path", latestExport->path},
+                                {"format", latestExport->format},
+                                {"version", latestExport->version},
+                                {"exported_unix", latestExport->exportedUnix}};
+    return out.dump();
 }
 
 Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
@@ -541,6 +546,22 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
             if (er.failed())
                 r.fail(er.error().message);
             s.history.push_back(rs);
+        }
+    }
+    if (j->contains("latest_export")) {
+        const json& e = (*j)["latest_export"];
+        if (!e.is_object()) {
+            r.fail("latest_export is not an object");
+        } else {
+            Reader er(e, "status latest_export");
+            ExportInfo x;
+            x.path = er.string("path", 1, 4096);
+            x.format = er.string("format", 1, 32);
+            x.version = er.integer("version", 0, kMaxI64);
+            x.exportedUnix = er.integer("exported_unix", 0, kMaxI64);
+            if (er.failed())
+                r.fail(er.error().message);
+            s.latestExport = x;
         }
     }
     if (r.failed())
