@@ -115,6 +115,11 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.activeWorkers = status->activeWorkers;
     r.totalTokens = status->totalTokens;
     r.workUnitSeconds = status->workUnitSeconds;
+    if (status->latestExport) {
+        r.latestExportPath = q(status->latestExport->path);
+        r.latestExportFormat = q(status->latestExport->format);
+        r.latestExportVersion = status->latestExport->version;
+    }
     for (const auto& h : status->history)
         r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
     return r;

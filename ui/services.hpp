@@ -55,6 +55,10 @@ struct RunInfo {
     int64_t totalTokens = 0;
     int workUnitSeconds = 0;         // what the coordinator sizes units to (0: not said)
     std::vector<RoundInfo> history;  // closed rounds, oldest first
+    // Where the operator last exported the model (tandem-coordinator export); empty: none.
+    QString latestExportPath;
+    QString latestExportFormat;  // "safetensors" or "llmc"
+    int64_t latestExportVersion = 0;
 };
 
 class Services {

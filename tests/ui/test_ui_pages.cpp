@@ -133,6 +133,10 @@ class TestUiPages : public QObject {
         QCOMPARE(page.mineSeries()->at(1), QPointF(6, 3.5));
         QCOMPARE(page.statusLabel()->text(),
                  QStringLiteral("Rounds with a contribution from this computer: 2 of 8."));
+        const QString summary = page.findChild<QLabel*>(QStringLiteral("summary"))->text();
+        QVERIFY2(summary.endsWith(QStringLiteral(
+                     "Latest export of the model: /srv/exports/run1-v7 (safetensors, version 7).")),
+                 qPrintable(summary));
         // At most once a minute unless asked.
         const int calls = m_services.statusCalls;
         page.refresh();

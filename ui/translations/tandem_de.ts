@@ -1384,6 +1384,11 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Lauf %1, Runde %2 offen. Aktive Teilnehmer: %3. Insgesamt trainierte Tokens: %4. Modell: %5.</translation>
     </message>
     <message>
+        <location line="+7"/>
+        <source>Latest export of the model: %1 (%2, version %3).</source>
+        <translation>Letzter Export des Modells: %1 (%2, Version %3).</translation>
+    </message>
+    <message>
         <location line="+31"/>
         <source>The run has no evaluated round yet (round %1 is open). The loss curve appears once the coordinator has closed and evaluated the first round.</source>
         <translation>Der Lauf hat noch keine ausgewertete Runde (Runde %1 ist offen). Die Loss-Kurve erscheint, sobald der Koordinator die erste Runde abgeschlossen und ausgewertet hat.</translation>
