@@ -68,7 +68,8 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    throw app::badValue(m.error().message);
                cfg.model = v;
            },
-           "tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)")
+           "tiny, small, medium (bytes, V=256), gpt2, gpt2-medium, gpt2-large, gpt2-xl (T=1024, "
+           "V=50257) or L=..,NH=..,C=..,T=..[,V=..] (default tiny)")
         ->type_name("NAME");
     app::addInteger(cli, "--inner-steps", cfg.innerSteps, 1, 1000000, "H",
                     "inner steps per work unit for a fast worker (default 50)");

@@ -131,6 +131,8 @@ net::RunStatus Coordinator::status() {
     s.round = c.version;
     s.model = c.run.model;
     s.workUnitSeconds = c.cfg.targetWorkUnitSeconds;
+    s.batch = c.run.batch;
+    s.seqLen = c.run.seqLen;
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");
