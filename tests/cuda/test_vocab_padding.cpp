@@ -39,10 +39,10 @@ Floats initial(const ModelConfig& c, uint64_t seed) {
 
 std::vector<int32_t> tokens(size_t n, int V, uint64_t seed) {
     Rng rng(seed);
-    std::vector<int32_t> v(n);
-    for (auto& x : v)
-        x = static_cast<int32_t>(rng.below(static_cast<uint64_t>(V)));
-    v[0] = V - 1;  // the last real row is used and predicted
+    std::vector<int32_t> v;
+    v.push_back(V - 1);  // the last real row is used and predicted
+    while (v.size() < n)
+        v.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(V))));
     return v;
 }
 
