@@ -73,7 +73,8 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    throw app::badValue(m.error().message);
                cfg.model = v;
            },
-           "tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)")
+           "tiny, small, medium (bytes, V=256), gpt2, gpt2-medium, gpt2-large, gpt2-xl (T=1024, "
+           "V=50257) or L=..,NH=..,C=..,T=..[,V=..] (default tiny)")
         ->type_name("NAME");
     cli.add_option("--init", cfg.initWeights,
                    "starting weights of a new run: a safetensors file (Hugging Face GPT-2\n"

@@ -134,6 +134,8 @@ net::RunStatus Coordinator::status() {
     s.workUnitSeconds = c.cfg.targetWorkUnitSeconds;
     if (auto e = readLatestExport(c.cfg.stateDir); e && e->runId == c.runId)
         s.latestExport = net::ExportInfo{e->path, e->format, e->version, e->exportedUnix};
+    s.batch = c.run.batch;
+    s.seqLen = c.run.seqLen;
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");

@@ -1,6 +1,7 @@
 #include "work_assignment.hpp"
 
 #include "coordinator_impl.hpp"
+#include "memory_estimate.hpp"
 
 #include "random.hpp"
 
@@ -57,6 +58,19 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
                               " unfinished work units (" + ids +
                               "); upload or let them expire "
                               "before asking for more");
+        }
+    }
+    // A device that reports its memory gets no unit that cannot fit it (0: not reported).
+    if (req.memoryBytes > 0) {
+        const UnitMemoryEstimate e = estimateUnitMemory(run.model, run.batch, run.seqLen);
+        const bool cpu = req.device.starts_with("cpu");
+        const int64_t need = cpu ? e.sharedTotalBytes() : e.backendBytes();
+        if (need > req.memoryBytes) {
+            return refuse(409, "insufficient_memory",
+                          "a work unit of this run (" + run.model.describe() + ", batch " +
+                              std::to_string(run.batch) + " x " + std::to_string(run.seqLen) +
+                              ") needs " + formatMemory(need) + " on '" + req.device +
+                              "', which reports " + formatMemory(req.memoryBytes) + " available");
         }
     }
     const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds);

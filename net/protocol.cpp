@@ -508,6 +508,8 @@ std::string RunStatus::toJson() const {
              {"active_workers", activeWorkers},
              {"total_tokens", totalTokens},
              {"work_unit_seconds", workUnitSeconds},
+             {"batch", batch},
+             {"seq_len", seqLen},
              {"history", history_}};
     if (latestExport)
         out["latest_export"] = {{"path", latestExport->path},
@@ -530,6 +532,10 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
     s.totalTokens = r.integer("total_tokens", 0, kMaxI64);
     if (j->contains("work_unit_seconds"))
         s.workUnitSeconds = static_cast<int>(r.integer("work_unit_seconds", 0, 86400 * 365));
+    if (j->contains("batch"))  // absent from older coordinators
+        s.batch = static_cast<int>(r.integer("batch", 0, 1 << 20));
+    if (j->contains("seq_len"))
+        s.seqLen = static_cast<int>(r.integer("seq_len", 0, 1 << 20));
     if (const json* h = r.array("history")) {
         for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
             const json& e = (*h)[i];

@@ -147,6 +147,7 @@ struct RunStatus {
     int activeWorkers = 0;
     int64_t totalTokens = 0;
     int workUnitSeconds = 0;                 // what work units are sized to take (0: not said)
+    int batch = 0, seqLen = 0;               // a work unit's B x T (0: not said)
     std::vector<RoundSummary> history;       // one entry per closed round, oldest first
     std::optional<ExportInfo> latestExport;  // absent: none made
     std::string toJson() const;

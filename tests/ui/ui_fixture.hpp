@@ -69,6 +69,9 @@ class FakeServices final : public ui::Services {
         r.round = 9;
         r.model = QStringLiteral("L=2 NH=4 C=128 T=64 V=256");
         r.parameterCount = 1'000'000;
+        r.unitMemoryCpuBytes = 3'000'000'000;
+        r.unitMemoryGpuBytes = 2'000'000'000;
+        r.unitMemoryHostBytes = 1'000'000'000;
         r.activeWorkers = 3;
         r.totalTokens = 123456;
         r.workUnitSeconds = workUnitSeconds;

@@ -675,7 +675,12 @@ Latenz: %3 ms</translation>
         <translation>Der Lauf trainiert ein Modell mit %1 Parametern (%2). Jede Arbeitseinheit lädt %3 herunter und %4 hoch.</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+3"/>
+        <source>Training a unit needs about &lt;b&gt;%1&lt;/b&gt; of memory on a CPU, or %2 of GPU memory and %3 of RAM on a GPU; a device with less is not given work.</source>
+        <translation>Das Training einer Einheit braucht etwa &lt;b&gt;%1&lt;/b&gt; Speicher auf einer CPU, oder %2 GPU-Speicher und %3 Arbeitsspeicher auf einer GPU; ein Gerät mit weniger bekommt keine Arbeit.</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>At your measured speed a work unit takes about &lt;b&gt;%1&lt;/b&gt;: %2 to download, about %3 of training (the coordinator sizes units to your device) and %4 to upload while the next one trains.</source>
         <translation>Bei Ihrer gemessenen Geschwindigkeit dauert eine Arbeitseinheit etwa &lt;b&gt;%1&lt;/b&gt;: %2 Download, etwa %3 Training (der Koordinator bemisst die Einheiten nach Ihrem Gerät) und %4 Upload, während die nächste trainiert.</translation>
     </message>
