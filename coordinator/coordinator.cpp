@@ -84,6 +84,16 @@ Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view b
     return m_impl->assignWork(clientId, *req);
 }
 
+Outcome<net::HeldWorkUnits> Coordinator::heldWork(int64_t clientId) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->heldWork(clientId);
+}
+
+Outcome<void> Coordinator::releaseWork(int64_t clientId, int64_t workUnitId) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->releaseWork(clientId, workUnitId);
+}
+
 Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t workUnitId,
                                                   std::string_view body) {
     auto rep = net::ProgressReport::fromJson(body);

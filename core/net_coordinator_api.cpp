@@ -57,6 +57,20 @@ ApiResult<WorkOffer> NetCoordinatorApi::requestWork(const net::WorkRequest& requ
     return offer;
 }
 
+ApiResult<std::vector<net::HeldWorkUnit>> NetCoordinatorApi::listWork() {
+    auto r = m_client->listWork();
+    if (!r)
+        return toApiFailure(r.error());
+    return std::move(r->units);
+}
+
+ApiResult<void> NetCoordinatorApi::releaseWork(int64_t workUnitId) {
+    auto r = m_client->releaseWork(workUnitId);
+    if (!r)
+        return toApiFailure(r.error());
+    return {};
+}
+
 ApiResult<DownloadOutcome> NetCoordinatorApi::downloadWeights(const net::Manifest& manifest,
                                                               const std::filesystem::path& dest,
                                                               const TransferProgressFn& progress) {

@@ -22,6 +22,8 @@ class NetCoordinatorApi final : public CoordinatorApi {
     void setToken(const std::string& token) override { m_client->setToken(token); }
     void setCoordinatorKey(const net::PublicKey& key) override { m_client->setCoordinatorKey(key); }
     ApiResult<WorkOffer> requestWork(const net::WorkRequest& request) override;
+    ApiResult<std::vector<net::HeldWorkUnit>> listWork() override;
+    ApiResult<void> releaseWork(int64_t workUnitId) override;
     ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,
                                                const std::filesystem::path& destination,
                                                const TransferProgressFn& progress) override;

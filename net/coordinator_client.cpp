@@ -93,6 +93,26 @@ HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request)
     return offer;
 }
 
+HttpResult<HeldWorkUnits> CoordinatorClient::listWork() {
+    auto res = m_http->requestJson("GET", "/v1/work");
+    if (!res)
+        return res.error();
+    auto list = HeldWorkUnits::fromJson(res->body);
+    if (!list)
+        return protocolError(HttpErrorKind::BadResponse, list.error().message);
+    return list.value();
+}
+
+HttpResult<void> CoordinatorClient::releaseWork(int64_t workUnitId) {
+    // Not retried here: a repeat after a lost answer is refused (409), which the caller treats
+    // as released.
+    auto res = m_http->requestJson("DELETE", "/v1/work/" + std::to_string(workUnitId), {}, {},
+                                   RetryPolicy::none());
+    if (!res)
+        return res.error();
+    return {};
+}
+
 HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
     const Manifest& manifest, const std::filesystem::path& destination,
     const ProgressCallback& progress) {
