@@ -152,16 +152,24 @@ Expected<PendingResult> loadPendingResult(const DataDir& files, const fs::path& 
     return p;
 }
 
-void removePendingResult(const PendingResult& result) {
+namespace {
+
+void removeResultPair(const fs::path& infoFile, const fs::path& resultFile) {
     std::error_code ec;
-    fs::remove(result.infoFile, ec);
-    fs::remove(result.file, ec);
+    fs::remove(infoFile, ec);
+    if (ec)
+        return;  // keep the pair whole: recovery then uploads it again or removes both
+    fs::remove(resultFile, ec);
+}
+
+}  // namespace
+
+void removePendingResult(const PendingResult& result) {
+    removeResultPair(result.infoFile, result.file);
 }
 
 void removeResultFiles(const DataDir& files, int64_t workUnitId) {
-    std::error_code ec;
-    fs::remove(files.resultInfoFile(workUnitId), ec);
-    fs::remove(files.resultFile(workUnitId), ec);
+    removeResultPair(files.resultInfoFile(workUnitId), files.resultFile(workUnitId));
 }
 
 Expected<std::optional<std::string>> readUnitRequest(const DataDir& files) {

@@ -136,8 +136,9 @@ struct PendingResult {
 Expected<PendingResult> loadPendingResult(const DataDir& files,
                                           const std::filesystem::path& infoFile,
                                           const net::SigningKey& key);
-// Removes results/<id>.json first, then the .result: a kill in between leaves a .result without
-// its .json, which recovery removes quietly (a .json alone would look like a lost result).
+// Removes results/<id>.json first, then the .result (not when the .json stays): a kill in
+// between leaves a .result without its .json, which recovery removes quietly (a .json alone
+// would look like a lost result).
 void removePendingResult(const PendingResult& result);
 void removeResultFiles(const DataDir& files, int64_t workUnitId);
 

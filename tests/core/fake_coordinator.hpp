@@ -1,6 +1,7 @@
 // An in-process CoordinatorApi for engine tests: signs manifests and receipts with its own key,
 // serves a small model's weights and a text range, accepts results idempotently (the same result
-// again returns the same receipt), and lets a test inject failures, block uploads and watch calls.
+// again returns the same receipt), keeps the units it counts as the client's (request ids, list,
+// release, the 409 limit), and lets a test inject failures, block uploads and watch calls.
 #pragma once
 
 #include "checkpoint.hpp"
@@ -68,6 +69,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
     // The units counted as the client's (assigned, not accepted, released or abandoned), with
     // the request id each was assigned for: what GET /v1/work lists.
     std::map<int64_t, std::string> held;
+    std::deque<core::ApiFailure> listFailures;  // the next listWork calls fail with these
 
     // --- observations ---
     std::atomic<int> registrations{0};  // atomic: tests read them while the engine runs
@@ -175,6 +177,11 @@ class FakeCoordinator final : public core::CoordinatorApi {
     core::ApiResult<std::vector<net::HeldWorkUnit>> listWork() override {
         std::lock_guard lock(mu);
         ++listCalls;
+        if (!listFailures.empty()) {
+            auto f = listFailures.front();
+            listFailures.pop_front();
+            return f;
+        }
         std::vector<net::HeldWorkUnit> out;
         for (const auto& [id, requestId] : held)
             out.push_back({id, requestId, 0, 0, 1795300000, 4000000000});
@@ -248,6 +255,10 @@ class FakeCoordinator final : public core::CoordinatorApi {
         if (p)
             p(static_cast<int64_t>(body->size()), static_cast<int64_t>(body->size()), 1e6);
         auto it = accepted.find(h->workUnitId);
+        if (it == accepted.end() && !held.count(h->workUnitId))  // as the real one answers
+            return core::apiFailure("work unit " + std::to_string(h->workUnitId) +
+                                        " was abandoned: no heartbeat for 181 s",
+                                    false, {}, "work_unit_abandoned", 409);
         if (it != accepted.end() && it->second != *body)
             return core::apiFailure("another result", false, {}, "duplicate", 409);
         if (it == accepted.end()) {
