@@ -55,7 +55,8 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
     const ResultInfo info{m.workUnitId, m.uploadUrl, m.runId, m.baseVersion};
     if (auto st = writeResultInfo(p.infoFile, info); !st) {
         // A .result without its .json is no result: leave nothing half-made.
-        removeResultFiles(m_shared.files, m.workUnitId);
+        std::error_code ec;
+        fs::remove(p.file, ec);
         return makeError("cannot write the result: " + st.error().message);
     }
     m_shared.checkCrash();
