@@ -127,9 +127,10 @@ class Coordinator {
     Outcome<net::RegisterResponse> registerClient(std::string_view body);
     // "Bearer <token>" -> client id
     Outcome<int64_t> authenticate(std::string_view authorization);
-    // A body with a "request_id" that this client used before gets the unit assigned then, while
-    // it is still assigned; otherwise a new unit (docs/protocol.md).
-    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body);
+    // requestId: the Idempotency-Key header, when given. An id this client used before gets the
+    // unit assigned then, while it is still assigned; otherwise a new unit (docs/protocol.md).
+    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body,
+                                   std::optional<std::string> requestId = std::nullopt);
     // GET /v1/work: the units the client holds (assigned to it, neither accepted nor abandoned).
     Outcome<net::HeldWorkUnits> heldWork(int64_t clientId);
     // DELETE /v1/work/{id}: the client gives one of its units back; it is abandoned exactly as a

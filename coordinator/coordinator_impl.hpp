@@ -105,7 +105,9 @@ struct Coordinator::Impl {
 
     // ---- work assignment (work_assignment.cpp), mu held
 
-    Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request);
+    // requestId: empty when none was given.
+    Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request,
+                                  const std::string& requestId);
     // The unit this client was assigned for requestId, when it is still assigned (a repeated
     // request); none when there is none.
     std::optional<Outcome<WorkOffer>> repeatedRequest(int64_t clientId,

@@ -232,7 +232,10 @@ void Server::Impl::routes() {
         auto id = auth(req, res);
         if (!id)
             return;
-        auto r = coord.requestWork(*id, req.body);
+        std::optional<std::string> requestId;
+        if (req.has_header(net::kRequestIdHeader))
+            requestId = req.get_header_value(net::kRequestIdHeader);
+        auto r = coord.requestWork(*id, req.body, requestId);
         if (!r.ok())
             return sendRefusal(res, r.refusal());
         if (!r.value().manifest) {

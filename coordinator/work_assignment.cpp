@@ -68,10 +68,11 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t cli
     return Answer(std::move(offer));
 }
 
-Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req) {
+Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req,
+                                                 const std::string& requestId) {
     const int64_t nowUnix = now();
-    if (!req.requestId.empty()) {
-        if (auto repeated = repeatedRequest(clientId, req.requestId))
+    if (!requestId.empty()) {
+        if (auto repeated = repeatedRequest(clientId, requestId))
             return std::move(*repeated);
     }
     {
@@ -165,10 +166,10 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
         .bind(11, deadline)
         .bind(12, nowUnix)
         .bind(13, req.tokensPerSecond);
-    if (req.requestId.empty())
+    if (requestId.empty())
         ins->bindNull(14);
     else
-        ins->bind(14, req.requestId);
+        ins->bind(14, requestId);
     if (auto st = ins->run(); !st)
         return internalError(st.error().message);
     const int64_t wuId = db.lastInsertId();

@@ -75,8 +75,10 @@ class CoordinatorApi {
     virtual void setToken(const std::string& token) = 0;
     // The coordinator key pinned at an earlier registration (loaded from the data directory).
     virtual void setCoordinatorKey(const net::PublicKey& /*key*/) {}
-    // request.requestId: the idempotency key, stored before the call (work_request.json).
-    virtual ApiResult<WorkOffer> requestWork(const net::WorkRequest& request) = 0;
+    // requestId: the idempotency key (net::kRequestIdHeader), stored before the call
+    // (work_request.json); empty: none.
+    virtual ApiResult<WorkOffer> requestWork(const net::WorkRequest& request,
+                                             const std::string& requestId) = 0;
     // The units the coordinator counts as this client's (GET /v1/work).
     virtual ApiResult<std::vector<net::HeldWorkUnit>> listWork() = 0;
     // Gives a held unit back to the pool (DELETE /v1/work/{id}); 409 when it is not assigned

@@ -46,8 +46,9 @@ ApiResult<net::RegisterResponse> NetCoordinatorApi::registerClient(
     return std::move(r).value();
 }
 
-ApiResult<WorkOffer> NetCoordinatorApi::requestWork(const net::WorkRequest& request) {
-    auto r = m_client->requestWork(request);
+ApiResult<WorkOffer> NetCoordinatorApi::requestWork(const net::WorkRequest& request,
+                                                    const std::string& requestId) {
+    auto r = m_client->requestWork(request, requestId);
     if (!r)
         return toApiFailure(r.error());
     WorkOffer offer;

@@ -72,9 +72,11 @@ ReconcileOutcome reconcileWithCoordinator(EngineShared& shared, Registrar& regis
                 return ReconcileOutcome::TryLater;
             continue;
         }
-        shared.log(EventLevel::Info, "work unit " + key +
-                                         ": the coordinator held it for us, but nothing here "
-                                         "can resume it; released it");
+        shared.log(EventLevel::Info,
+                   "work unit " + key +
+                       ": the coordinator held it for us, but nothing here can resume it; " +
+                       (released ? std::string("released it")
+                                 : "it was not held any more (" + released.error().message + ")"));
     }
     if (active && !listed.count(active->manifest.workUnitId)) {
         const int64_t id = active->manifest.workUnitId;

@@ -21,20 +21,21 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
     // The request id is on disk before the request leaves: a worker killed after the
     // coordinator assigned the unit, before it is recorded here, asks again with the same id
     // and gets the same unit instead of leaving it orphaned.
+    std::string requestId;
     auto stored = readUnitRequest(m_shared.files);
     if (!stored)
         m_shared.log(EventLevel::Warning, stored.error().message + "; using a new request id");
     if (stored && *stored) {
-        req.requestId = **stored;
+        requestId = **stored;
     } else {
-        req.requestId = net::newRequestId();
-        if (auto st = writeUnitRequest(m_shared.files, req.requestId); !st) {
+        requestId = net::newRequestId();
+        if (auto st = writeUnitRequest(m_shared.files, requestId); !st) {
             m_backoff.failLocal("cannot store the work request id: " + st.error().message);
             return std::nullopt;
         }
     }
     const int64_t startMs = m_shared.now();
-    auto res = m_shared.deps.api->requestWork(req);
+    auto res = m_shared.deps.api->requestWork(req, requestId);
     m_shared.checkCrash();
     if (!res) {
         if (res.error().httpStatus == 401) {

@@ -64,13 +64,18 @@ HttpResult<RegisterResponse> CoordinatorClient::registerClient(const RegisterReq
     return parsed.value();
 }
 
-HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request) {
+HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request,
+                                                     const std::string& requestId) {
     const auto key = coordinatorKey();
     if (!key)
         return protocolError(HttpErrorKind::BadSignature,
                              "no coordinator key is pinned (register first), so a manifest "
                              "could not be verified");
-    auto res = m_http->requestJson("POST", "/v1/work", request.toJson(), {}, RetryPolicy::none());
+    HttpHeaders headers;
+    if (!requestId.empty())
+        headers.emplace(kRequestIdHeader, requestId);
+    auto res =
+        m_http->requestJson("POST", "/v1/work", request.toJson(), headers, RetryPolicy::none());
     if (!res)
         return res.error();
     WorkOffer offer;

@@ -44,7 +44,9 @@ class CoordinatorClient {
 
     // POST /v1/work: a manifest whose signature verifies against the pinned key, or no work
     // with the server's Retry-After. Not retried (each answer may hand out a work unit).
-    HttpResult<WorkOffer> requestWork(const WorkRequest& request);
+    // requestId: sent as the Idempotency-Key header (none when empty).
+    HttpResult<WorkOffer> requestWork(const WorkRequest& request,
+                                      const std::string& requestId = {});
     // GET /v1/work: the units the coordinator counts as this client's.
     HttpResult<HeldWorkUnits> listWork();
     // DELETE /v1/work/{id}: gives a held unit back to the pool (the coordinator abandons it).

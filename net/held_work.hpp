@@ -12,6 +12,8 @@
 
 namespace tandem::net {
 
+// The header of POST /v1/work that carries the worker's request id (its idempotency key).
+inline constexpr const char* kRequestIdHeader = "Idempotency-Key";
 inline constexpr size_t kMaxRequestIdChars = 64;
 inline constexpr size_t kMaxHeldWorkUnits = 1000;  // a list longer than this is refused
 

@@ -1,8 +1,5 @@
 #include "protocol.hpp"
 
-#include "held_work.hpp"
-#include "safe_text.hpp"
-
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -309,13 +306,11 @@ Expected<RegisterResponse> RegisterResponse::fromJson(std::string_view text) {
 // ---- work request
 
 std::string WorkRequest::toJson() const {
-    json j{{"device", device},
-           {"memory_bytes", memoryBytes},
-           {"tokens_per_second", tokensPerSecond},
-           {"free_disk_bytes", freeDiskBytes}};
-    if (!requestId.empty())
-        j["request_id"] = requestId;
-    return j.dump();
+    return json{{"device", device},
+                {"memory_bytes", memoryBytes},
+                {"tokens_per_second", tokensPerSecond},
+                {"free_disk_bytes", freeDiskBytes}}
+        .dump();
 }
 
 Expected<WorkRequest> WorkRequest::fromJson(std::string_view text) {
@@ -328,12 +323,6 @@ Expected<WorkRequest> WorkRequest::fromJson(std::string_view text) {
     out.memoryBytes = r.integer("memory_bytes", 0, kMaxI64);
     out.tokensPerSecond = r.number("tokens_per_second", 0, 1e12);
     out.freeDiskBytes = r.integer("free_disk_bytes", 0, kMaxI64);
-    if (j->contains("request_id")) {
-        out.requestId = r.string("request_id", 1, kMaxRequestIdChars);
-        if (!r.failed() && !isRequestId(out.requestId))
-            r.fail("field 'request_id' may hold only letters, digits, '-' and '_', found '" +
-                   quotable(out.requestId) + "'");
-    }
     if (r.failed())
         return r.error();
     return out;

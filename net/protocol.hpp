@@ -48,10 +48,6 @@ struct WorkRequest {
     int64_t memoryBytes = 0;
     double tokensPerSecond = 0;  // measured; 0 when not known yet
     int64_t freeDiskBytes = 0;
-    // "request_id": the worker's idempotency key, stored before it sends the request. A repeat
-    // with the same id gets the same work unit back while that unit is still assigned; empty:
-    // none (every request is new). 1 to 64 letters, digits, '-' or '_'.
-    std::string requestId;
     std::string toJson() const;
     static Expected<WorkRequest> fromJson(std::string_view text);
 };

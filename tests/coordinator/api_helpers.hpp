@@ -41,13 +41,14 @@ inline std::vector<uint16_t> smallDelta(int64_t P, float scale = 1.0f) {
     return d;
 }
 
-inline  // A unit for c (with requestId as its idempotency key when given); an empty manifest when
-    // none was given.
-    inline net::Manifest
-    requestWork(ApiClient& c, const std::string& requestId = {}) {
-    net::WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
-    w.requestId = requestId;
-    auto res = c.http->Post("/v1/work", c.auth(), w.toJson(), "application/json");
+// A unit for c (with requestId as its Idempotency-Key header when given); an empty manifest
+// when none was given.
+inline net::Manifest requestWork(ApiClient& c, const std::string& requestId = {}) {
+    const net::WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
+    httplib::Headers h = c.auth();
+    if (!requestId.empty())
+        h.emplace(net::kRequestIdHeader, requestId);
+    auto res = c.http->Post("/v1/work", h, w.toJson(), "application/json");
     if (!res || res->status != 200)
         return {};
     return net::Manifest::fromJson(res->body).value();

@@ -132,9 +132,9 @@ class TestCoordinatorWorkList : public QObject {
         QCOMPARE(t.coordinator().currentVersion(), 1);
     }
 
-    // POST /v1/work with a request_id: a repeat gets the same unit (also at the limit, where a
-    // new request is refused), another id a new one, a bad id a 400 naming the field; ids are
-    // per client; once the unit is gone (released, abandoned) the id brings a new unit.
+    // POST /v1/work with an Idempotency-Key: a repeat gets the same unit (also at the limit, where
+    // a new request is refused), another id a new one, a bad id a 400 naming the field; ids are per
+    // client; once the unit is gone (released, abandoned) the id brings a new unit.
     void requestIdMakesTheRequestIdempotent() {
         auto cfg = smallConfig();
         cfg.maxWorkUnitsPerClient = 2;
@@ -153,9 +153,10 @@ class TestCoordinatorWorkList : public QObject {
         QVERIFY(second.workUnitId > first.workUnitId);
         QVERIFY(second.dataOffset >= first.dataOffset + first.dataLength);  // a new range
         // At the limit: a new request is refused, a repeat still answered.
-        net::WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
-        w.requestId = "req-3";
-        auto third = a.http->Post("/v1/work", a.auth(), w.toJson(), "application/json");
+        const net::WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
+        httplib::Headers withId = a.auth();
+        withId.emplace(net::kRequestIdHeader, "req-3");
+        auto third = a.http->Post("/v1/work", withId, w.toJson(), "application/json");
         QCOMPARE(third->status, 409);
         QCOMPARE(errorCode(third), std::string("too_many_work_units"));
         QVERIFY(contains(third->body, "DELETE /v1/work/{id}"));
@@ -164,15 +165,14 @@ class TestCoordinatorWorkList : public QObject {
         auto other = requestWork(b, "req-1");
         QVERIFY(other.workUnitId > second.workUnitId);
         // Bad ids: refused before anything is assigned.
-        for (const char* bad :
-             {R"("")", R"("a b")", R"("\u00e9")", R"(7)",
-              R"("0123456789012345678901234567890123456789012345678901234567890123x")"}) {
-            const std::string body = R"({"device":"cpu","memory_bytes":1,"tokens_per_second":0,)"
-                                     R"("free_disk_bytes":1,"request_id":)" +
-                                     std::string(bad) + "}";
-            auto res = b.http->Post("/v1/work", b.auth(), body, "application/json");
+        for (const std::string& bad :
+             std::vector<std::string>{"a b", "\xc3\xa9", "a.b", std::string(65, 'x')}) {
+            httplib::Headers h = b.auth();
+            h.emplace(net::kRequestIdHeader, bad);
+            auto res = b.http->Post("/v1/work", h, w.toJson(), "application/json");
             QCOMPARE(res->status, 400);
-            QVERIFY2(contains(res->body, "request_id"), res->body.c_str());
+            QVERIFY2(contains(res->body, "the Idempotency-Key header must be 1 to 64 letters"),
+                     res->body.c_str());
         }
         QCOMPARE(t.coordinator().heldWork(b.id).value().units.size(), size_t{1});
         // Released: the same id now brings a new unit (on the released data range).

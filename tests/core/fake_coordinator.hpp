@@ -83,6 +83,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
     std::map<int64_t, std::vector<uint8_t>> accepted;  // work unit -> result body
     std::map<int64_t, int> acceptCount;                // how often counted (must stay 1)
     std::vector<net::WorkRequest> requests;
+    std::vector<std::string> requestIds;  // the idempotency key of each request ("" none)
     std::string token;
 
     const net::SigningKey& key() const { return m_key; }
@@ -137,10 +138,12 @@ class FakeCoordinator final : public core::CoordinatorApi {
         std::lock_guard lock(mu);
         token = t;
     }
-    core::ApiResult<core::WorkOffer> requestWork(const net::WorkRequest& r) override {
+    core::ApiResult<core::WorkOffer> requestWork(const net::WorkRequest& r,
+                                                 const std::string& requestId) override {
         std::unique_lock lock(mu);
         ++workRequests;
         requests.push_back(r);
+        requestIds.push_back(requestId);
         if (!workFailures.empty()) {
             auto f = workFailures.front();
             workFailures.pop_front();
@@ -148,8 +151,8 @@ class FakeCoordinator final : public core::CoordinatorApi {
         }
         core::WorkOffer offer;
         int64_t id = 0;
-        for (const auto& [heldId, requestId] : held)
-            if (!r.requestId.empty() && requestId == r.requestId)
+        for (const auto& [heldId, heldRequestId] : held)
+            if (!requestId.empty() && heldRequestId == requestId)
                 id = heldId;  // a repeated request: the same unit
         if (id == 0) {
             if (maxHeldUnits > 0 && static_cast<int>(held.size()) >= maxHeldUnits) {
@@ -163,7 +166,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
                 return offer;
             }
             id = m_nextId++;
-            held[id] = r.requestId;
+            held[id] = requestId;
         }
         assigned.push_back(id);
         offer.manifest = manifestFor(id);

@@ -53,7 +53,7 @@ class TestEngineOrphans : public QObject {
         const std::string id = storedRequestId(data);
         QVERIFY(net::isRequestId(id));
         QCOMPARE(api.requests.size(), size_t{1});
-        QCOMPARE(api.requests[0].requestId, id);  // stored before it was sent
+        QCOMPARE(api.requestIds[0], id);  // stored before it was sent
         QCOMPARE(api.held.size(), size_t{1});
         {
             Harness h(api, data);
@@ -67,7 +67,7 @@ class TestEngineOrphans : public QObject {
             QCOMPARE(h.engine->ledger().workUnits(100)->size(), size_t{1});
         }
         QCOMPARE(api.assigned, (std::vector<int64_t>{1, 1}));
-        QCOMPARE(api.requests[1].requestId, id);
+        QCOMPARE(api.requestIds[1], id);
         QCOMPARE(api.acceptCount[1], 1);
         QVERIFY(api.released.empty());
         QCOMPARE(api.tooManyRefusals.load(), 0);
@@ -278,7 +278,7 @@ class TestEngineOrphans : public QObject {
         h.engine->start();
         QVERIFY(h.waitState(EngineState::Stopped));
         QVERIFY(h.recorder.logged("work_request.json: field 'request_id' must be a request id"));
-        QVERIFY(net::isRequestId(api.requests.at(0).requestId));
+        QVERIFY(net::isRequestId(api.requestIds.at(0)));
         QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
     }
 };

@@ -1,7 +1,7 @@
-// The request id of POST /v1/work and the list of GET /v1/work (net/held_work.hpp): formats
-// written and read back, every malformed field refused with a message that names it.
+// The request id of POST /v1/work (its Idempotency-Key header) and the list of GET /v1/work
+// (net/held_work.hpp): formats written and read back, every malformed field refused with a message
+// that names it.
 #include "held_work.hpp"
-#include "protocol.hpp"
 
 #include <QtTest>
 
@@ -38,26 +38,6 @@ class TestNetHeldWork : public QObject {
             seen.insert(id);
         }
         QCOMPARE(seen.size(), size_t{100});
-    }
-
-    void workRequestCarriesItsId() {
-        WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
-        QVERIFY(w.toJson().find("request_id") == std::string::npos);  // none: not sent
-        QVERIFY(WorkRequest::fromJson(w.toJson())->requestId.empty());
-        w.requestId = "abc-123";
-        auto back = WorkRequest::fromJson(w.toJson());
-        QVERIFY(back);
-        QCOMPARE(back->requestId, std::string("abc-123"));
-        const std::string head =
-            R"({"device":"cpu","memory_bytes":1,"tokens_per_second":0,"free_disk_bytes":1,)";
-        auto spaced = WorkRequest::fromJson(head + R"("request_id":"a b"})");
-        QVERIFY(!spaced);
-        QVERIFY2(says(spaced.error(), "field 'request_id' may hold only letters, digits"),
-                 spaced.error().message.c_str());
-        auto empty = WorkRequest::fromJson(head + R"("request_id":""})");
-        QVERIFY(!empty && says(empty.error(), "'request_id' must be 1 to 64 characters"));
-        auto number = WorkRequest::fromJson(head + R"("request_id":5})");
-        QVERIFY(!number && says(number.error(), "request_id"));
     }
 
     void heldListRoundTrip() {
