@@ -7,6 +7,8 @@
 #include "coordinator_impl.hpp"
 #include "run_export.hpp"
 
+#include "safe_text.hpp"
+
 namespace tandem::coord {
 
 // ---------------------------------------------------------------------------------------------
@@ -77,12 +79,29 @@ Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
 // ---------------------------------------------------------------------------------------------
 // Work
 
-Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view body) {
+Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view body,
+                                            std::optional<std::string> requestId) {
     auto req = net::WorkRequest::fromJson(body);
     if (!req)
         return refuse(400, "bad_request", req.error().message);
+    if (requestId && !net::isRequestId(*requestId))
+        return refuse(400, "bad_request",
+                      std::string("the ") + net::kRequestIdHeader + " header must be 1 to " +
+                          std::to_string(net::kMaxRequestIdChars) +
+                          " letters, digits, '-' or '_', found '" + net::quotable(*requestId) +
+                          "'");
     std::lock_guard lock(m_impl->mu);
-    return m_impl->assignWork(clientId, *req);
+    return m_impl->assignWork(clientId, *req, requestId.value_or(std::string()));
+}
+
+Outcome<net::HeldWorkUnits> Coordinator::heldWork(int64_t clientId) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->heldWork(clientId);
+}
+
+Outcome<void> Coordinator::releaseWork(int64_t clientId, int64_t workUnitId) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->releaseWork(clientId, workUnitId);
 }
 
 Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t workUnitId,

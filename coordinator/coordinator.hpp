@@ -7,6 +7,7 @@
 
 #include "crypto.hpp"
 #include "expected.hpp"
+#include "held_work.hpp"
 #include "model.hpp"
 #include "outer.hpp"
 #include "protocol.hpp"
@@ -129,7 +130,16 @@ class Coordinator {
     Outcome<net::RegisterResponse> registerClient(std::string_view body);
     // "Bearer <token>" -> client id
     Outcome<int64_t> authenticate(std::string_view authorization);
-    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body);
+    // requestId: the Idempotency-Key header, when given. An id this client used before gets the
+    // unit assigned then, while it is still assigned; otherwise a new unit (docs/protocol.md).
+    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body,
+                                   std::optional<std::string> requestId = std::nullopt);
+    // GET /v1/work: the units the client holds (assigned to it, neither accepted nor abandoned).
+    Outcome<net::HeldWorkUnits> heldWork(int64_t clientId);
+    // DELETE /v1/work/{id}: the client gives one of its units back; it is abandoned exactly as a
+    // unit without heartbeats (its data range goes to the next request). 404 unknown, 403
+    // another client's, 409 not assigned any more or its upload is arriving.
+    Outcome<void> releaseWork(int64_t clientId, int64_t workUnitId);
     Outcome<net::ProgressReply> progress(int64_t clientId, int64_t workUnitId,
                                          std::string_view body);
     // contentLength < 0: not given. signature: the X-Tandem-Signature header (base64).

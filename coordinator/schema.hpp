@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 1> kMigrations = {
+inline constexpr std::array<std::string_view, 2> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -84,6 +84,12 @@ CREATE TABLE receipts (
   work_unit_id INTEGER PRIMARY KEY REFERENCES results(work_unit_id),
   json TEXT NOT NULL
 );
+)sql",
+    // 2: the worker's request id (POST /v1/work "request_id") that a unit was assigned for, so
+    // a repeated request gets the same unit back instead of a new one.
+    R"sql(
+ALTER TABLE work_units ADD COLUMN request_id TEXT;
+CREATE INDEX work_units_request ON work_units(client_id, request_id);
 )sql",
 };
 
