@@ -5,6 +5,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/devices.hpp"
 #include "engine_wiring.hpp"
+#include "memory_estimate.hpp"
 #include "platform_probe.hpp"
 
 #include <QCoreApplication>
@@ -112,9 +113,21 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.round = status->round;
     r.model = q(status->model.describe());
     r.parameterCount = status->model.parameterCount();
+    if (status->batch > 0 && status->seqLen > 0) {
+        const UnitMemoryEstimate e =
+            estimateUnitMemory(status->model, status->batch, status->seqLen);
+        r.unitMemoryCpuBytes = e.sharedTotalBytes();
+        r.unitMemoryGpuBytes = e.backendBytes();
+        r.unitMemoryHostBytes = e.workerHostBytes;
+    }
     r.activeWorkers = status->activeWorkers;
     r.totalTokens = status->totalTokens;
     r.workUnitSeconds = status->workUnitSeconds;
+    if (status->latestExport) {
+        r.latestExportPath = q(status->latestExport->path);
+        r.latestExportFormat = q(status->latestExport->format);
+        r.latestExportVersion = status->latestExport->version;
+    }
     for (const auto& h : status->history)
         r.history.push_back({h.round, h.valLoss, h.contributors, h.tokens});
     if (status->latestSample) {

@@ -1,6 +1,7 @@
 // tandem-coordinator: serves one DiLoCo training run over HTTPS (DESIGN.md §3, §5).
 #include "command_line.hpp"
 #include "coordinator.hpp"
+#include "coordinator_commands.hpp"
 #include "log_stamp.hpp"
 #include "server.hpp"
 #include "tandem_version.hpp"
@@ -18,7 +19,11 @@ using namespace tandem::coord;
 
 namespace {
 
-const char* kUsage = "Usage: tandem-coordinator [options]\n";
+const char* kUsage =
+    "Usage: tandem-coordinator [options]\n"
+    "       tandem-coordinator export --format safetensors|llmc --out PATH [--run R] "
+    "[--version N]\n"
+    "       tandem-coordinator status [--run R]\n";
 
 const char* kDescription =
     "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/protocol.md).";
@@ -48,7 +53,7 @@ void parseListen(const std::string& text, ServerConfig& server) {
 
 // The command line into `cfg` and `server`; a value means "exit with it now".
 std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, CoordinatorConfig& cfg,
-                                ServerConfig& server) {
+                                ServerConfig& server, app::CoordinatorCommands& commands) {
     app::setUpCommandLine(cli, kUsage, {}, TANDEM_VERSION);
     cli.add_option_function<std::string>(
            "--listen", [&server](const std::string& v) { parseListen(v, server); },
@@ -68,8 +73,14 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    throw app::badValue(m.error().message);
                cfg.model = v;
            },
-           "tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)")
+           "tiny, small, medium (bytes, V=256), gpt2, gpt2-medium, gpt2-large, gpt2-xl (T=1024, "
+           "V=50257) or L=..,NH=..,C=..,T=..[,V=..] (default tiny)")
         ->type_name("NAME");
+    cli.add_option("--init", cfg.initWeights,
+                   "starting weights of a new run: a safetensors file (Hugging Face GPT-2\n"
+                   "names), an llm.c checkpoint, or an export folder; every shape must match\n"
+                   "--model (default: random weights from --seed)")
+        ->type_name("PATH");
     app::addInteger(cli, "--inner-steps", cfg.innerSteps, 1, 1000000, "H",
                     "inner steps per work unit for a fast worker (default 50)");
     app::addInteger(cli, "--batch", cfg.batch, 1, 65536, "B",
@@ -158,6 +169,7 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
         ->type_name("NAME")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->allow_extra_args(false);
+    app::addCoordinatorCommands(cli, commands);
     return app::parseCommandLine(cli, argc, argv);
 }
 
@@ -175,7 +187,10 @@ int main(int argc, char** argv) {
     cfg.quorumOfActiveWorkers = true;
     ServerConfig server;
     CLI::App cli(kDescription, "tandem-coordinator");
-    if (auto exitCode = parseOptions(cli, argc, argv, cfg, server))
+    app::CoordinatorCommands commands;
+    if (auto exitCode = parseOptions(cli, argc, argv, cfg, server, commands))
+        return *exitCode;
+    if (auto exitCode = app::runCoordinatorCommand(commands, cfg.stateDir))
         return *exitCode;
     if (cfg.lrDecaySteps > 0 && cfg.lrDecaySteps <= cfg.lrWarmupSteps)
         return app::usageError("tandem-coordinator",

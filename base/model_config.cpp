@@ -1,6 +1,7 @@
 #include "model_config.hpp"
 
 #include <charconv>
+#include <optional>
 #include <sstream>
 
 namespace tandem {
@@ -23,16 +24,56 @@ Expected<int> parseInt(std::string_view text, std::string_view key) {
     return value;
 }
 
+struct Preset {
+    std::string_view name;
+    ModelConfig config;
+};
+
+// The byte-level demo sizes, then the GPT-2 family (Radford et al. 2019; Hugging Face's gpt2,
+// gpt2-medium, gpt2-large, gpt2-xl): T 1024, V 50257.
+constexpr int kGpt2Vocab = 50257;
+const Preset kPresets[] = {
+    {"tiny", {2, 4, 128, 64, 256}},
+    {"small", {4, 4, 256, 128, 256}},
+    {"medium", {6, 6, 384, 256, 256}},
+    {"gpt2", {12, 12, 768, 1024, kGpt2Vocab}},
+    {"gpt2-medium", {24, 16, 1024, 1024, kGpt2Vocab}},
+    {"gpt2-large", {36, 20, 1280, 1024, kGpt2Vocab}},
+    {"gpt2-xl", {48, 25, 1600, 1024, kGpt2Vocab}},
+};
+
+std::optional<ModelConfig> findPreset(std::string_view name) {
+    for (const auto& p : kPresets) {
+        if (p.name == name)
+            return p.config;
+    }
+    return std::nullopt;
+}
+
+// Floats of everything but wte: wpe, L blocks, the final LayerNorm.
+int64_t nonEmbeddingParameters(const ModelConfig& c) {
+    const int64_t C = c.channels;
+    const int64_t perBlock =
+        2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) + (4 * C * C + C);
+    return int64_t{c.maxSeqLen} * C + c.layers * perBlock + 2 * C;
+}
+
 }  // namespace
+
+std::string ModelConfig::presetNames() {
+    std::string names;
+    for (const auto& p : kPresets) {
+        if (!names.empty())
+            names += ", ";
+        names += p.name;
+    }
+    return names;
+}
 
 Expected<ModelConfig> ModelConfig::parse(std::string_view text) {
     ModelConfig c;
-    if (text == "tiny") {
-        c = {2, 4, 128, 64};
-    } else if (text == "small") {
-        c = {4, 4, 256, 128};
-    } else if (text == "medium") {
-        c = {6, 6, 384, 256};
+    if (auto preset = findPreset(text)) {
+        c = *preset;
     } else {
         // "L=2,NH=4,C=128,T=64[,V=256]"
         bool seen[5] = {};
@@ -43,10 +84,9 @@ Expected<ModelConfig> ModelConfig::parse(std::string_view text) {
                 text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
             size_t eq = item.find('=');
             if (eq == std::string_view::npos) {
-                return makeError(
-                    "model config: expected tiny, small, medium or L=..,NH=..,C=..,T=.. but found "
-                    "'" +
-                    std::string(text) + "'");
+                return makeError("model config: expected one of " + presetNames() +
+                                 " or L=..,NH=..,C=..,T=..[,V=..] but found '" + std::string(text) +
+                                 "'");
             }
             std::string_view key = item.substr(0, eq);
             auto value = parseInt(item.substr(eq + 1), key);
@@ -95,10 +135,8 @@ Status ModelConfig::validate() const {
         return s;
     if (auto s = range("sequence length (T)", maxSeqLen, 1, kMaxSeqLen); !s)
         return s;
-    if (vocabSize != 256) {
-        return makeError("model config: vocabulary size is " + std::to_string(vocabSize) +
-                         ", expected 256 (byte-level)");
-    }
+    if (auto s = range("vocabulary size (V)", vocabSize, kMinVocab, kMaxVocab); !s)
+        return s;
     if (channels % heads != 0) {
         return makeError("model config: channels (C=" + std::to_string(channels) +
                          ") must be divisible by heads (NH=" + std::to_string(heads) + ")");
@@ -118,11 +156,17 @@ std::string ModelConfig::describe() const {
     return s.str();
 }
 
+int ModelConfig::paddedVocab() const {
+    const int64_t v = vocabSize;  // 64-bit: no overflow for a V that validate() would refuse
+    return static_cast<int>((v + kVocabAlignment - 1) / kVocabAlignment * kVocabAlignment);
+}
+
 int64_t ModelConfig::parameterCount() const {
-    const int64_t C = channels;
-    const int64_t perBlock =
-        2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) + (4 * C * C + C);
-    return int64_t{vocabSize} * C + int64_t{maxSeqLen} * C + layers * perBlock + 2 * C;
+    return int64_t{paddedVocab()} * channels + nonEmbeddingParameters(*this);
+}
+
+int64_t ModelConfig::unpaddedParameterCount() const {
+    return int64_t{vocabSize} * channels + nonEmbeddingParameters(*this);
 }
 
 }  // namespace tandem

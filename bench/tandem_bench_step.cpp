@@ -3,16 +3,21 @@
 //
 // Dimensions: B batch, T sequence (the config's maxSeqLen), P parameters.
 #include "backend.hpp"
+#include "checkpoint.hpp"
 #include "cpu_model.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "json_escape.hpp"
+#include "memory_estimate.hpp"
 #include "model.hpp"
 #include "random.hpp"
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <string>
@@ -29,9 +34,14 @@ const char* kUsage =
     "Measures tokens/s of whole training steps (forward + backward + AdamW) on random tokens:\n"
     "the median over --steps timed steps after --warmup untimed ones. Every option except\n"
     "--steps, --warmup, --seed and --json may be repeated; one run per combination.\n"
+    "After the steps it does what the worker does at a unit's end (a checkpoint with moments,\n"
+    "the fp16 pseudo-gradient) and prints the process's peak RSS beside the worker's memory\n"
+    "estimate (kernels/memory_estimate.hpp); the peak is the process's, so give one run per\n"
+    "process when comparing them.\n"
     "\n"
     "  --backend NAME   cpu, cpu-reference, cuda, cuda:N or cuda-emulated (default cpu)\n"
-    "  --config NAME    tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)\n"
+    "  --config NAME    tiny, small, medium, gpt2, gpt2-medium, gpt2-large, gpt2-xl or\n"
+    "                   L=..,NH=..,C=..,T=..[,V=..] (default tiny)\n"
     "  --batch B        sequences per step (default 8)\n"
     "  --threads N      threads of the cpu backend (default: all hardware threads)\n"
     "  --steps N        timed steps (default 10)\n"
@@ -56,7 +66,37 @@ struct RunResult {
     double cpuMsMedian = 0;  // process CPU time per step: shows when other work took the cores
     float firstLoss = 0, lastLoss = 0;
     double mfu = 0;  // model FLOPs utilisation against the GPU's fp32 peak; 0: no GPU
+    UnitMemoryEstimate estimate;
+    int64_t peakRssBytes = 0;
 };
+
+// The process's peak resident set so far (Linux: ru_maxrss in KiB).
+int64_t peakRssBytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// What the worker holds at a unit's end beside the backend (ResultWriter): the fp16 payload,
+// then the parameters and moments of a checkpoint and their file image.
+Status workerUnitEnd(Backend& backend, const ModelConfig& config, const std::vector<float>& start) {
+    std::vector<uint16_t> payload(start.size());
+    if (auto enc = backend.encodePseudoGradient(start, payload); !enc)
+        return enc.error();
+    std::vector<uint8_t> body(payload.size() * sizeof(uint16_t));  // the request body's size
+    std::memcpy(body.data(), payload.data(), body.size());
+    Checkpoint ck;
+    ck.config = config;
+    ck.parameters.resize(start.size());
+    if (auto s = backend.storeParameters(ck.parameters); !s)
+        return s;
+    auto opt = backend.storeOptimizerState();
+    if (!opt)
+        return opt.error();
+    ck.optimizer = std::move(*opt);
+    const std::vector<uint8_t> file = serializeCheckpoint(ck);
+    return file.size() > body.size() ? Status{} : makeError("checkpoint image is too small");
+}
 
 double processCpuMs() {
     timespec now{};
@@ -166,8 +206,8 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     std::vector<double> stepMs, cpuMs;
     for (int step = 0; step < options.warmup + options.steps; ++step) {
         for (size_t i = 0; i < n; ++i) {
-            inputs[i] = static_cast<int32_t>(rng.below(256));
-            targets[i] = static_cast<int32_t>(rng.below(256));
+            inputs[i] = static_cast<int32_t>(rng.below(uint64_t(config->vocabSize)));
+            targets[i] = static_cast<int32_t>(rng.below(uint64_t(config->vocabSize)));
         }
         const double cpuStart = processCpuMs();
         const auto start = std::chrono::steady_clock::now();
@@ -189,6 +229,11 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
             cpuMs.push_back(cpuEnd - cpuStart);
         }
     }
+    // `parameters` stayed alive all along, as the worker's start weights do.
+    if (auto s = workerUnitEnd(backend, *config, parameters); !s)
+        return s.error();
+    result.estimate = estimateUnitMemory(*config, B, T);
+    result.peakRssBytes = peakRssBytes();
     std::sort(stepMs.begin(), stepMs.end());
     result.backend = backendName;
     result.configName = configName;
@@ -225,13 +270,14 @@ bool writeJson(const std::string& path, const std::string& cpu,
                       "\"stepMsMin\": %.3f, \"stepMsMax\": %.3f, \"cpuMsMedian\": %.3f, "
                       "\"tokensPerSecond\": %.1f, "
                       "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f, "
-                      "\"mfu\": %.4f}%s\n",
+                      "\"mfu\": %.4f, \"estimateBytes\": %lld, \"peakRssBytes\": %lld}%s\n",
                       bench::jsonEscape(r.backend).c_str(), bench::jsonEscape(r.configName).c_str(),
                       r.config.layers, r.config.heads, r.config.channels, r.config.maxSeqLen,
                       r.batch, r.threads, r.steps, r.warmup, r.medianMs, r.minMs, r.maxMs,
                       r.cpuMsMedian, r.tokensPerSecond,
                       static_cast<long long>(r.config.parameterCount()), r.firstLoss, r.lastLoss,
-                      r.mfu, i + 1 < results.size() ? "," : "");
+                      r.mfu, static_cast<long long>(r.estimate.sharedTotalBytes()),
+                      static_cast<long long>(r.peakRssBytes), i + 1 < results.size() ? "," : "");
         file << line;
     }
     file << "  ]\n}\n";
@@ -281,6 +327,19 @@ int main(int argc, char** argv) {
                     if (r.mfu > 0)
                         std::printf("MFU %5.1f%%  ", 100.0 * r.mfu);
                     std::printf("%8.0f tok/s\n", r.tokensPerSecond);
+                    // The estimate that compares with RAM: all of it for CPU backends, the
+                    // worker's host copies only when the backend has its own memory.
+                    const bool host = r.backend.starts_with("cpu");
+                    const int64_t estimate =
+                        host ? r.estimate.sharedTotalBytes() : r.estimate.workerHostBytes;
+                    std::printf(
+                        "  memory: estimate %s (backend %s, worker copies %s), peak RSS "
+                        "%s, peak / estimate %.3f\n",
+                        formatMemory(estimate).c_str(),
+                        formatMemory(r.estimate.backendBytes()).c_str(),
+                        formatMemory(r.estimate.workerHostBytes).c_str(),
+                        formatMemory(r.peakRssBytes).c_str(),
+                        static_cast<double>(r.peakRssBytes) / static_cast<double>(estimate));
                     std::fflush(stdout);
                     results.push_back(r);
                 }

@@ -5,6 +5,9 @@
 #include "coordinator.hpp"
 
 #include "coordinator_impl.hpp"
+#include "run_export.hpp"
+
+#include "safe_text.hpp"
 
 namespace tandem::coord {
 
@@ -76,12 +79,29 @@ Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
 // ---------------------------------------------------------------------------------------------
 // Work
 
-Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view body) {
+Outcome<WorkOffer> Coordinator::requestWork(int64_t clientId, std::string_view body,
+                                            std::optional<std::string> requestId) {
     auto req = net::WorkRequest::fromJson(body);
     if (!req)
         return refuse(400, "bad_request", req.error().message);
+    if (requestId && !net::isRequestId(*requestId))
+        return refuse(400, "bad_request",
+                      std::string("the ") + net::kRequestIdHeader + " header must be 1 to " +
+                          std::to_string(net::kMaxRequestIdChars) +
+                          " letters, digits, '-' or '_', found '" + net::quotable(*requestId) +
+                          "'");
     std::lock_guard lock(m_impl->mu);
-    return m_impl->assignWork(clientId, *req);
+    return m_impl->assignWork(clientId, *req, requestId.value_or(std::string()));
+}
+
+Outcome<net::HeldWorkUnits> Coordinator::heldWork(int64_t clientId) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->heldWork(clientId);
+}
+
+Outcome<void> Coordinator::releaseWork(int64_t clientId, int64_t workUnitId) {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->releaseWork(clientId, workUnitId);
 }
 
 Outcome<net::ProgressReply> Coordinator::progress(int64_t clientId, int64_t workUnitId,
@@ -138,6 +158,10 @@ net::RunStatus Coordinator::status() {
     s.round = c.version;
     s.model = c.run.model;
     s.workUnitSeconds = c.cfg.targetWorkUnitSeconds;
+    if (auto e = readLatestExport(c.cfg.stateDir); e && e->runId == c.runId)
+        s.latestExport = net::ExportInfo{e->path, e->format, e->version, e->exportedUnix};
+    s.batch = c.run.batch;
+    s.seqLen = c.run.seqLen;
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");

@@ -7,6 +7,7 @@
 
 #include "crypto.hpp"
 #include "expected.hpp"
+#include "held_work.hpp"
 #include "model.hpp"
 #include "outer.hpp"
 #include "protocol.hpp"
@@ -29,6 +30,9 @@ struct CoordinatorConfig {
     std::filesystem::path stateDir;
     std::vector<std::filesystem::path> corpus;  // needed when the state dir holds no run yet
     std::string model = "tiny";
+    // Starting weights of a new run (safetensors or llm.c; kernels/model_files.hpp) instead
+    // of a random initialisation; empty: random from `seed`.
+    std::filesystem::path initWeights;
     int innerSteps = 50;    // H for a worker of unknown or ample throughput (the maximum)
     int minInnerSteps = 0;  // 0: innerSteps / 10, at least 1
     int batch = 8;
@@ -128,7 +132,16 @@ class Coordinator {
     Outcome<net::RegisterResponse> registerClient(std::string_view body);
     // "Bearer <token>" -> client id
     Outcome<int64_t> authenticate(std::string_view authorization);
-    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body);
+    // requestId: the Idempotency-Key header, when given. An id this client used before gets the
+    // unit assigned then, while it is still assigned; otherwise a new unit (docs/protocol.md).
+    Outcome<WorkOffer> requestWork(int64_t clientId, std::string_view body,
+                                   std::optional<std::string> requestId = std::nullopt);
+    // GET /v1/work: the units the client holds (assigned to it, neither accepted nor abandoned).
+    Outcome<net::HeldWorkUnits> heldWork(int64_t clientId);
+    // DELETE /v1/work/{id}: the client gives one of its units back; it is abandoned exactly as a
+    // unit without heartbeats (its data range goes to the next request). 404 unknown, 403
+    // another client's, 409 not assigned any more or its upload is arriving.
+    Outcome<void> releaseWork(int64_t clientId, int64_t workUnitId);
     Outcome<net::ProgressReply> progress(int64_t clientId, int64_t workUnitId,
                                          std::string_view body);
     // contentLength < 0: not given. signature: the X-Tandem-Signature header (base64).

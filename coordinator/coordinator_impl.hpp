@@ -107,9 +107,20 @@ struct Coordinator::Impl {
 
     // ---- work assignment (work_assignment.cpp), mu held
 
-    Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request);
+    // requestId: empty when none was given.
+    Outcome<WorkOffer> assignWork(int64_t clientId, const net::WorkRequest& request,
+                                  const std::string& requestId);
+    // The unit this client was assigned for requestId, when it is still assigned (a repeated
+    // request); none when there is none.
+    std::optional<Outcome<WorkOffer>> repeatedRequest(int64_t clientId,
+                                                      const std::string& requestId);
     Outcome<net::ProgressReply> heartbeat(int64_t clientId, int64_t workUnitId,
                                           const net::ProgressReport& report);
+
+    // ---- a client's held units (held_units.cpp), mu held
+
+    Outcome<net::HeldWorkUnits> heldWork(int64_t clientId);
+    Outcome<void> releaseWork(int64_t clientId, int64_t workUnitId);
 
     // ---- result intake (result_intake.cpp)
 

@@ -9,6 +9,7 @@
 #include "corpus.hpp"
 #include "crypto.hpp"
 #include "file_io.hpp"
+#include "model_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -103,6 +104,15 @@ Status Coordinator::Impl::createRun() {
         return settings.error();
     const ModelConfig m = settings->model;
     const int T = settings->seqLen;
+    // The starting weights first: a file that does not fit the model stops the run's creation
+    // before anything is written.
+    std::vector<float> init;
+    if (!cfg.initWeights.empty()) {
+        auto imported = importModel(cfg.initWeights, ParameterLayout(m));
+        if (!imported)
+            return makeError("--init: " + imported.error().message);
+        init = std::move(*imported);
+    }
     auto tokens = loadTextCorpus(cfg.corpus);
     if (!tokens)
         return makeError("corpus: " + tokens.error().message);
@@ -124,8 +134,10 @@ Status Coordinator::Impl::createRun() {
         return st;
 
     const int64_t count = m.parameterCount();
-    std::vector<float> init(static_cast<size_t>(count));
-    initParameters(ParameterLayout(m), init, cfg.seed);
+    if (init.empty()) {
+        init.resize(static_cast<size_t>(count));
+        initParameters(ParameterLayout(m), init, cfg.seed);
+    }
     std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
     auto published = dirs.publish(0, m, init, zeros);
     if (!published)
@@ -155,7 +167,8 @@ Status Coordinator::Impl::createRun() {
         return st;
     if (auto st = tx.commit(); !st)
         return st;
-    log("created run " + std::to_string(id) + ": model " + m.describe() + ", " +
+    log("created run " + std::to_string(id) + ": model " + m.describe() +
+        (cfg.initWeights.empty() ? "" : ", weights from " + cfg.initWeights.string()) + ", " +
         std::to_string(count) + " parameters, " + std::to_string(trainPart.size()) +
         " train bytes, " + std::to_string(valPart.size()) + " validation bytes");
     return {};
@@ -192,6 +205,8 @@ Status Coordinator::Impl::restore() {
     if (auto m = ModelConfig::parse(cfg.model); m && !(*m == run.model))
         log("note: the state directory's run uses model " + run.model.describe() +
             "; the --model given (" + m->describe() + ") applies to new state directories only");
+    if (!cfg.initWeights.empty())
+        log("note: --init applies to new state directories only; the run keeps its weights");
 
     auto t = readFile(dirs.trainShard());
     if (!t)

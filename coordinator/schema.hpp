@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 2> kMigrations = {
+inline constexpr std::array<std::string_view, 3> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -85,7 +85,13 @@ CREATE TABLE receipts (
   json TEXT NOT NULL
 );
 )sql",
-    // 2: what the model writes after each version (samples.hpp).
+    // 2: the worker's request id (POST /v1/work "request_id") that a unit was assigned for, so
+    // a repeated request gets the same unit back instead of a new one.
+    R"sql(
+ALTER TABLE work_units ADD COLUMN request_id TEXT;
+CREATE INDEX work_units_request ON work_units(client_id, request_id);
+)sql",
+    // 3: what the model writes after each version (samples.hpp).
     R"sql(
 CREATE TABLE samples (
   run_id INTEGER NOT NULL REFERENCES runs(id),

@@ -127,8 +127,10 @@ void Server::Impl::routes() {
             return httplib::Server::HandlerResponse::Handled;
         }
         // Bodies of JSON endpoints are buffered by httplib: bound them before they are read.
-        const bool jsonRoute = req.method == "POST" &&
-                               (req.path == "/v1/clients" || req.path.rfind("/v1/work", 0) == 0);
+        const bool workRoute =
+            req.path.rfind("/v1/work", 0) == 0 &&
+            (req.method == "POST" || req.method == "GET" || req.method == "DELETE");
+        const bool jsonRoute = workRoute || (req.method == "POST" && req.path == "/v1/clients");
         const bool speedRoute = req.method == "POST" && req.path == "/v1/speedtest";
         if (!jsonRoute && !speedRoute)
             return httplib::Server::HandlerResponse::Unhandled;
@@ -230,7 +232,10 @@ void Server::Impl::routes() {
         auto id = auth(req, res);
         if (!id)
             return;
-        auto r = coord.requestWork(*id, req.body);
+        std::optional<std::string> requestId;
+        if (req.has_header(net::kRequestIdHeader))
+            requestId = req.get_header_value(net::kRequestIdHeader);
+        auto r = coord.requestWork(*id, req.body, requestId);
         if (!r.ok())
             return sendRefusal(res, r.refusal());
         if (!r.value().manifest) {
@@ -240,6 +245,34 @@ void Server::Impl::routes() {
         }
         sendJson(res, 200, r.value().manifest->toJson());
     });
+
+    s.Get("/v1/work", [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {
+        if (jsonTooLarge(req, res))
+            return;
+        auto id = auth(req, res);
+        if (!id)
+            return;
+        auto r = coord.heldWork(*id);
+        if (!r.ok())
+            return sendRefusal(res, r.refusal());
+        sendJson(res, 200, r.value().toJson());
+    });
+
+    s.Delete(R"(/v1/work/(\d+))",
+             [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {
+                 if (jsonTooLarge(req, res))
+                     return;
+                 auto id = auth(req, res);
+                 if (!id)
+                     return;
+                 auto wu = pathNumber(req, 1);
+                 if (!wu)
+                     return sendRefusal(res, {404, "unknown_work_unit", "no such work unit"});
+                 auto r = coord.releaseWork(*id, *wu);
+                 if (!r.ok())
+                     return sendRefusal(res, r.refusal());
+                 res.status = 204;
+             });
 
     s.Post(R"(/v1/work/(\d+)/progress)",
            [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,7 @@
 #include "work_assignment.hpp"
 
 #include "coordinator_impl.hpp"
+#include "memory_estimate.hpp"
 
 #include "random.hpp"
 
@@ -37,8 +38,44 @@ std::optional<DataRange> nextDataRange(int64_t cursor, int64_t assignedBytes, in
     return DataRange{offset, length, (offset + length) % trainBytes, assignedBytes + skip + length};
 }
 
-Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req) {
+std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t clientId,
+                                                                     const std::string& requestId) {
+    using Answer = Outcome<WorkOffer>;
+    // The newest unit of this request: an earlier one may have been abandoned since.
+    auto q = db.prepare(
+        "SELECT id, state, manifest_json FROM work_units WHERE client_id = ? AND request_id = ? "
+        "ORDER BY id DESC LIMIT 1");
+    if (!q)
+        return Answer(internalError(q.error().message));
+    q->bind(1, clientId).bind(2, requestId);
+    if (!q->step() || q->text(1) != "assigned")
+        return std::nullopt;  // new, or its unit is gone: the request gets a new unit
+    const int64_t wuId = q->integer(0);
+    auto m = net::Manifest::fromJson(q->text(2));
+    if (!m)
+        return Answer(internalError("the stored manifest of work unit " + std::to_string(wuId) +
+                                    " cannot be read: " + m.error().message));
+    // Asking again is a sign of life: the unit's lease starts over.
+    auto upd = db.prepare("UPDATE work_units SET heartbeat_unix = ? WHERE id = ?");
+    if (!upd)
+        return Answer(internalError(upd.error().message));
+    upd->bind(1, now()).bind(2, wuId);
+    if (auto st = upd->run(); !st)
+        return Answer(internalError(st.error().message));
+    log("work unit " + std::to_string(wuId) + " -> client " + std::to_string(clientId) +
+        " again (its request was repeated)");
+    WorkOffer offer;
+    offer.manifest = std::move(m.value());
+    return Answer(std::move(offer));
+}
+
+Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req,
+                                                 const std::string& requestId) {
     const int64_t nowUnix = now();
+    if (!requestId.empty()) {
+        if (auto repeated = repeatedRequest(clientId, requestId))
+            return std::move(*repeated);
+    }
     {
         auto q = db.prepare(
             "SELECT id FROM work_units WHERE client_id = ? AND state = 'assigned' ORDER BY id");
@@ -55,8 +92,21 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
             return refuse(409, "too_many_work_units",
                           "this client already holds " + std::to_string(open.size()) +
                               " unfinished work units (" + ids +
-                              "); upload or let them expire "
+                              "); upload their results or release them (DELETE /v1/work/{id}) "
                               "before asking for more");
+        }
+    }
+    // A device that reports its memory gets no unit that cannot fit it (0: not reported).
+    if (req.memoryBytes > 0) {
+        const UnitMemoryEstimate e = estimateUnitMemory(run.model, run.batch, run.seqLen);
+        const bool cpu = req.device.starts_with("cpu");
+        const int64_t need = cpu ? e.sharedTotalBytes() : e.backendBytes();
+        if (need > req.memoryBytes) {
+            return refuse(409, "insufficient_memory",
+                          "a work unit of this run (" + run.model.describe() + ", batch " +
+                              std::to_string(run.batch) + " x " + std::to_string(run.seqLen) +
+                              ") needs " + formatMemory(need) + " on '" + req.device +
+                              "', which reports " + formatMemory(req.memoryBytes) + " available");
         }
     }
     const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds);
@@ -112,7 +162,9 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     auto ins = db.prepare(
         "INSERT INTO work_units(run_id, client_id, base_version, shard, data_offset, data_length, "
         "inner_steps, batch, seq_len, seed, created_unix, deadline_unix, heartbeat_unix, "
-        "tokens_per_second, state) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'assigned')");
+        "tokens_per_second, request_id, state) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, "
+        "'assigned')");
     if (!ins)
         return internalError(ins.error().message);
     ins->bind(1, runId)
@@ -128,6 +180,10 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
         .bind(11, deadline)
         .bind(12, nowUnix)
         .bind(13, req.tokensPerSecond);
+    if (requestId.empty())
+        ins->bindNull(14);
+    else
+        ins->bind(14, requestId);
     if (auto st = ins->run(); !st)
         return internalError(st.error().message);
     const int64_t wuId = db.lastInsertId();

@@ -5,6 +5,7 @@
 
 #include "crypto.hpp"
 #include "expected.hpp"
+#include "held_work.hpp"
 #include "protocol.hpp"
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tandem::core {
 
@@ -73,7 +75,15 @@ class CoordinatorApi {
     virtual void setToken(const std::string& token) = 0;
     // The coordinator key pinned at an earlier registration (loaded from the data directory).
     virtual void setCoordinatorKey(const net::PublicKey& /*key*/) {}
-    virtual ApiResult<WorkOffer> requestWork(const net::WorkRequest& request) = 0;
+    // requestId: the idempotency key (net::kRequestIdHeader), stored before the call
+    // (work_request.json); empty: none.
+    virtual ApiResult<WorkOffer> requestWork(const net::WorkRequest& request,
+                                             const std::string& requestId) = 0;
+    // The units the coordinator counts as this client's (GET /v1/work).
+    virtual ApiResult<std::vector<net::HeldWorkUnit>> listWork() = 0;
+    // Gives a held unit back to the pool (DELETE /v1/work/{id}); 409 when it is not assigned
+    // any more, 404 when the coordinator does not know it.
+    virtual ApiResult<void> releaseWork(int64_t workUnitId) = 0;
     // The weights of the manifest's base version into destination, checked against
     // weightsSha256 before destination appears.
     virtual ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,

@@ -7,6 +7,7 @@
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
 #include "file_io.hpp"
+#include "reconcile.hpp"
 #include "recovery.hpp"
 #include "registration.hpp"
 #include "result_uploader.hpp"
@@ -67,6 +68,7 @@ struct Engine::Impl {
     ResultWriter writer{shared};
     UnitRunner runner{shared, gate, backoff, writer};
     std::optional<ActiveUnit> active;  // engine thread
+    bool reconciled = false;           // engine thread: compared units with the coordinator
     std::thread engineThread;
 
     void engineMain();
@@ -101,6 +103,10 @@ void Engine::Impl::engineMain() {
                 registrar.registerNow();
                 continue;
             }
+            // Once per start, before asking for work: units lost in a crash go back.
+            if (!reconciled)
+                reconciled =
+                    reconcileWithCoordinator(shared, registrar, active) == ReconcileOutcome::Done;
             if (!active) {
                 const size_t pending = shared.pendingUploads();
                 if (pending >= (shared.cfg.overlapUploads ? 2u : 1u)) {

@@ -14,6 +14,7 @@
 //   cache/<sha256>       downloaded weights and data ranges, by content hash
 //   work/<id>/           the unit in training: manifest.json, progress.json, ckpt-<step>.ckpt
 //   results/<id>.result  finished results waiting for their receipt (+ <id>.json)
+//   work_request.json    the request id of a work request whose answer is not recorded yet
 //   optimizer.ckpt/json  AdamW moments kept across units of the same run on the same device
 #pragma once
 

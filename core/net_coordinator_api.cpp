@@ -46,8 +46,9 @@ ApiResult<net::RegisterResponse> NetCoordinatorApi::registerClient(
     return std::move(r).value();
 }
 
-ApiResult<WorkOffer> NetCoordinatorApi::requestWork(const net::WorkRequest& request) {
-    auto r = m_client->requestWork(request);
+ApiResult<WorkOffer> NetCoordinatorApi::requestWork(const net::WorkRequest& request,
+                                                    const std::string& requestId) {
+    auto r = m_client->requestWork(request, requestId);
     if (!r)
         return toApiFailure(r.error());
     WorkOffer offer;
@@ -55,6 +56,20 @@ ApiResult<WorkOffer> NetCoordinatorApi::requestWork(const net::WorkRequest& requ
     offer.manifestJson = r->manifestJson;
     offer.retryAfterMs = r->retryAfter.count();
     return offer;
+}
+
+ApiResult<std::vector<net::HeldWorkUnit>> NetCoordinatorApi::listWork() {
+    auto r = m_client->listWork();
+    if (!r)
+        return toApiFailure(r.error());
+    return std::move(r->units);
+}
+
+ApiResult<void> NetCoordinatorApi::releaseWork(int64_t workUnitId) {
+    auto r = m_client->releaseWork(workUnitId);
+    if (!r)
+        return toApiFailure(r.error());
+    return {};
 }
 
 ApiResult<DownloadOutcome> NetCoordinatorApi::downloadWeights(const net::Manifest& manifest,

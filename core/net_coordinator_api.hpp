@@ -21,7 +21,10 @@ class NetCoordinatorApi final : public CoordinatorApi {
     ApiResult<net::RegisterResponse> registerClient(const net::RegisterRequest& request) override;
     void setToken(const std::string& token) override { m_client->setToken(token); }
     void setCoordinatorKey(const net::PublicKey& key) override { m_client->setCoordinatorKey(key); }
-    ApiResult<WorkOffer> requestWork(const net::WorkRequest& request) override;
+    ApiResult<WorkOffer> requestWork(const net::WorkRequest& request,
+                                     const std::string& requestId) override;
+    ApiResult<std::vector<net::HeldWorkUnit>> listWork() override;
+    ApiResult<void> releaseWork(int64_t workUnitId) override;
     ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,
                                                const std::filesystem::path& destination,
                                                const TransferProgressFn& progress) override;

@@ -2,6 +2,7 @@
 #include "recovery.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace tandem::core {
@@ -10,32 +11,77 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Finished results back into the upload queue; returns the units that have one.
-std::set<int64_t> requeueResults(EngineShared& shared) {
+// The results/ files of each unit: <id>.json and <id>.result.
+struct ResultFiles {
+    bool info = false;
+    bool result = false;
+};
+
+std::map<int64_t, ResultFiles> resultFilesByUnit(const DataDir& files) {
+    std::map<int64_t, ResultFiles> out;
     std::error_code ec;
+    for (const auto& e : fs::directory_iterator(files.resultsDir(), ec)) {
+        const std::string ext = e.path().extension().string();
+        if (ext != ".json" && ext != ".result")
+            continue;
+        const std::string stem = e.path().stem().string();
+        if (stem.empty() || stem.size() > 18 ||
+            stem.find_first_not_of("0123456789") != std::string::npos)
+            continue;  // not a file of ours
+        auto& f = out[std::stoll(stem)];
+        (ext == ".json" ? f.info : f.result) = true;
+    }
+    return out;
+}
+
+bool isSettled(WorkUnitState s) {
+    return s == WorkUnitState::Accepted || s == WorkUnitState::Rejected ||
+           s == WorkUnitState::Abandoned;
+}
+
+bool isFinished(WorkUnitState s) {
+    return s == WorkUnitState::Trained || s == WorkUnitState::Uploading ||
+           s == WorkUnitState::Uploaded;
+}
+
+// Finished results back into the upload queue; returns the units that have one. Each leftover
+// state of a kill has its own answer: files of a settled unit (killed while removing them) and
+// a .result whose .json was never written (killed while writing it) go quietly; a result that
+// cannot be sent is dropped, both files, with an error.
+std::set<int64_t> requeueResults(EngineShared& shared) {
     std::set<int64_t> haveResult;
-    std::vector<fs::path> infos;
-    for (const auto& e : fs::directory_iterator(shared.files.resultsDir(), ec))
-        if (e.path().extension() == ".json")
-            infos.push_back(e.path());
-    std::sort(infos.begin(), infos.end());
-    for (const auto& info : infos) {
-        auto p = loadPendingResult(shared.files, info, shared.key);
+    for (const auto& [id, f] : resultFilesByUnit(shared.files)) {
+        const std::string key = wuKey(id);
+        // Its ledger state; a unit without a row counts as unfinished.
+        WorkUnitState state = WorkUnitState::Assigned;
+        bool hasRow = false;
+        if (auto row = shared.ledger.workUnit(key); row && *row) {
+            state = (*row)->state;
+            hasRow = true;
+        }
+        if (isSettled(state)) {
+            removeResultFiles(shared.files, id);  // settled before the kill; only files were left
+            continue;
+        }
+        if (!f.info && !isFinished(state)) {
+            removeResultFiles(shared.files, id);
+            shared.log(EventLevel::Info, "work unit " + key +
+                                             ": removed a result file whose results/" + key +
+                                             ".json was never written (stopped while writing it)");
+            continue;
+        }
+        auto p = f.info
+                     ? loadPendingResult(shared.files, shared.files.resultInfoFile(id), shared.key)
+                     : Expected<PendingResult>(
+                           makeError(shared.files.resultInfoFile(id).string() + " is missing"));
         if (!p) {
             shared.log(EventLevel::Error,
                        "dropping a result that cannot be sent: " + p.error().message);
-            fs::remove(info, ec);
+            removeResultFiles(shared.files, id);
             continue;
         }
         haveResult.insert(p->workUnitId);
-        auto row = shared.ledger.workUnit(wuKey(p->workUnitId));
-        if (row && *row &&
-            ((*row)->state == WorkUnitState::Accepted ||
-             (*row)->state == WorkUnitState::Rejected)) {
-            removePendingResult(*p);  // settled before the crash; only the files were left
-            continue;
-        }
-        if (row && *row && (*row)->state != WorkUnitState::Trained)
+        if (hasRow && state != WorkUnitState::Trained)
             shared.transition(p->workUnitId, WorkUnitState::Trained, "restart: upload again");
         shared.log(EventLevel::Info, "work unit " + wuKey(p->workUnitId) +
                                          ": result on disk, waiting for its receipt");

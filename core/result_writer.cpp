@@ -54,6 +54,9 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
     m_shared.checkCrash();
     const ResultInfo info{m.workUnitId, m.uploadUrl, m.runId, m.baseVersion};
     if (auto st = writeResultInfo(p.infoFile, info); !st) {
+        // A .result without its .json is no result: leave nothing half-made.
+        std::error_code ec;
+        fs::remove(p.file, ec);
         return makeError("cannot write the result: " + st.error().message);
     }
     m_shared.checkCrash();

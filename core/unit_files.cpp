@@ -2,6 +2,7 @@
 #include "unit_files.hpp"
 
 #include "file_io.hpp"
+#include "held_work.hpp"
 #include "result_format.hpp"
 
 #include <fstream>
@@ -151,10 +152,48 @@ Expected<PendingResult> loadPendingResult(const DataDir& files, const fs::path& 
     return p;
 }
 
-void removePendingResult(const PendingResult& result) {
+namespace {
+
+void removeResultPair(const fs::path& infoFile, const fs::path& resultFile) {
     std::error_code ec;
-    fs::remove(result.file, ec);
-    fs::remove(result.infoFile, ec);
+    fs::remove(infoFile, ec);
+    if (ec)
+        return;  // keep the pair whole: recovery then uploads it again or removes both
+    fs::remove(resultFile, ec);
+}
+
+}  // namespace
+
+void removePendingResult(const PendingResult& result) {
+    removeResultPair(result.infoFile, result.file);
+}
+
+void removeResultFiles(const DataDir& files, int64_t workUnitId) {
+    removeResultPair(files.resultInfoFile(workUnitId), files.resultFile(workUnitId));
+}
+
+Expected<std::optional<std::string>> readUnitRequest(const DataDir& files) {
+    const fs::path path = files.unitRequestFile();
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        return std::optional<std::string>();
+    auto j = readJson(path);
+    if (!j)
+        return j.error();
+    auto it = j->find("request_id");
+    if (it == j->end() || !it->is_string() || !net::isRequestId(it->get<std::string>()))
+        return makeError(path.string() + ": field 'request_id' must be a request id (1 to " +
+                         std::to_string(net::kMaxRequestIdChars) + " letters, digits, '-' or '_')");
+    return std::optional<std::string>(it->get<std::string>());
+}
+
+Status writeUnitRequest(const DataDir& files, const std::string& requestId) {
+    return writeTextAtomically(files.unitRequestFile(), json{{"request_id", requestId}}.dump());
+}
+
+void removeUnitRequest(const DataDir& files) {
+    std::error_code ec;
+    fs::remove(files.unitRequestFile(), ec);
 }
 
 Status saveMoments(const DataDir& files, const net::Manifest& m, const std::string& device,

@@ -47,6 +47,8 @@ class DataDir {
     std::filesystem::path dataFile(const net::Manifest& m) const {
         return cacheDir() / (net::toHex(m.dataSha256) + ".data");
     }
+    // The request id of the work request in flight, written before the request is sent.
+    std::filesystem::path unitRequestFile() const { return m_root / "work_request.json"; }
     std::filesystem::path optimizerFile() const { return m_root / "optimizer.ckpt"; }
     std::filesystem::path optimizerInfoFile() const { return m_root / "optimizer.json"; }
 
@@ -134,7 +136,19 @@ struct PendingResult {
 Expected<PendingResult> loadPendingResult(const DataDir& files,
                                           const std::filesystem::path& infoFile,
                                           const net::SigningKey& key);
+// Removes results/<id>.json first, then the .result (not when the .json stays): a kill in
+// between leaves a .result without its .json, which recovery removes quietly (a .json alone
+// would look like a lost result).
 void removePendingResult(const PendingResult& result);
+void removeResultFiles(const DataDir& files, int64_t workUnitId);
+
+// work_request.json: the request id (net::isRequestId) of a work request whose answer is not
+// recorded yet. The id is stored (written atomically) before POST /v1/work is sent and removed
+// once the unit it brought is in the ledger, so a worker killed in between asks again with the
+// same id and gets the same unit back. None when there is no file; an error when it is damaged.
+Expected<std::optional<std::string>> readUnitRequest(const DataDir& files);
+Status writeUnitRequest(const DataDir& files, const std::string& requestId);
+void removeUnitRequest(const DataDir& files);
 
 // The AdamW moments at the end of a unit, for the next unit of the same run, model and device.
 Status saveMoments(const DataDir& files, const net::Manifest& m, const std::string& device,

@@ -3,6 +3,7 @@
 
 #include "corpus.hpp"
 #include "file_io.hpp"
+#include "memory_estimate.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -85,6 +86,16 @@ Status UnitRunner::ensureBackend(const ModelConfig& model, int B, int T) {
     }
     if (m_backendB == B && m_backendT == T && m_backendModel == model)
         return {};
+    // Free the last unit's buffers first: the memory check below counts them as taken.
+    if (m_backendB != 0) {
+        releaseBackend();
+        return ensureBackend(model, B, T);
+    }
+    // The worker's own copies live in RAM; with a CPU backend the whole unit does.
+    const bool hostBackend = m_backend->name().starts_with("cpu");
+    if (auto st = checkUnitFits(model, B, T, hostBackend, availableHostBytes(), "this computer");
+        !st)
+        return st;
     if (auto st = m_backend->canRun(model, B, T); !st)
         return st;
     if (auto st = m_backend->allocate(model, B, T); !st)

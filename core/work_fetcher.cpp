@@ -18,8 +18,24 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
     req.tokensPerSecond = tokensPerSecond;
     if (auto d = PlatformProbe::diskSpace(m_shared.files.root()))
         req.freeDiskBytes = d->freeBytes;
+    // The request id is on disk before the request leaves: a worker killed after the
+    // coordinator assigned the unit, before it is recorded here, asks again with the same id
+    // and gets the same unit instead of leaving it orphaned.
+    std::string requestId;
+    auto stored = readUnitRequest(m_shared.files);
+    if (!stored)
+        m_shared.log(EventLevel::Warning, stored.error().message + "; using a new request id");
+    if (stored && *stored) {
+        requestId = **stored;
+    } else {
+        requestId = net::newRequestId();
+        if (auto st = writeUnitRequest(m_shared.files, requestId); !st) {
+            m_backoff.failLocal("cannot store the work request id: " + st.error().message);
+            return std::nullopt;
+        }
+    }
     const int64_t startMs = m_shared.now();
-    auto res = m_shared.deps.api->requestWork(req);
+    auto res = m_shared.deps.api->requestWork(req, requestId);
     m_shared.checkCrash();
     if (!res) {
         if (res.error().httpStatus == 401) {
@@ -53,6 +69,14 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
                             ", data " + std::to_string(m.dataLength) + " bytes)");
         return std::nullopt;
     }
+    if (auto row = m_shared.ledger.workUnit(wuKey(m.workUnitId)); row && *row) {
+        // The stored id had been answered and recorded before (killed before its file was
+        // removed): the unit it names is ours already. Ask again with a new id.
+        removeUnitRequest(m_shared.files);
+        m_shared.log(EventLevel::Info, "work unit " + wuKey(m.workUnitId) +
+                                           " is already ours; asking again with a new request id");
+        return std::nullopt;
+    }
     ActiveUnit a;
     a.manifest = m;
     a.dir = m_shared.files.unitDir(m.workUnitId);
@@ -63,6 +87,7 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
         return std::nullopt;
     }
     m_shared.recordNewUnit(m);
+    removeUnitRequest(m_shared.files);  // answered and recorded
     m_backoff.succeeded();
     m_shared.log(EventLevel::Info, "work unit " + wuKey(m.workUnitId) + ": " +
                                        std::to_string(m.innerSteps) + " steps of " +

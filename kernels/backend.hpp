@@ -69,6 +69,10 @@ class Backend {
                                                        std::span<uint16_t> out) = 0;
 };
 
+// Bytes of RAM the kernel says can be allocated without swapping: MemAvailable from
+// /proc/meminfo, else free pages from sysconf; INT64_MAX when unknown.
+int64_t availableHostBytes();
+
 // "cpu" (fast, threads >= 1) or "cpu-reference". CUDA backends come from kernels/cuda.
 Expected<std::unique_ptr<Backend>> makeCpuBackend(std::string_view name, int threads);
 

@@ -13,10 +13,6 @@
 
 namespace tandem {
 
-namespace {
-
-// Bytes of RAM the kernel says can be allocated without swapping: MemAvailable from
-// /proc/meminfo, else free pages from sysconf.
 int64_t availableHostBytes() {
     if (std::FILE* file = std::fopen("/proc/meminfo", "r")) {
         char line[256];
@@ -35,8 +31,6 @@ int64_t availableHostBytes() {
         return static_cast<int64_t>(pages) * pageBytes;
     return INT64_MAX;  // unknown: let the allocation itself fail
 }
-
-}  // namespace
 
 Expected<std::unique_ptr<Backend>> makeCpuBackend(std::string_view name, int threads) {
     if (name == "cpu") {

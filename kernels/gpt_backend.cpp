@@ -27,7 +27,7 @@ GptBackend::~GptBackend() {
 
 GptBackend::ActivationPlan GptBackend::planActivations(const ModelConfig& config, int B, int T) {
     const int64_t BT = int64_t{B} * T, C = config.channels, NH = config.heads;
-    const int64_t V = config.vocabSize;
+    const int64_t Vp = config.paddedVocab();  // logits and probs rows are padded like wte
     ActivationPlan plan;
     int64_t next = 0;
     auto take = [&next](int64_t count) {
@@ -59,8 +59,8 @@ GptBackend::ActivationPlan GptBackend::planActivations(const ModelConfig& config
     plan.lnf = take(BT * C);
     plan.lnfMean = take(BT);
     plan.lnfRstd = take(BT);
-    plan.logits = take(BT * V);
-    plan.probs = take(BT * V);
+    plan.logits = take(BT * Vp);
+    plan.probs = take(BT * Vp);
     plan.losses = take(BT);
     plan.total = next;
     return plan;
@@ -174,6 +174,19 @@ Status GptBackend::storeParameters(std::span<float> parameters) const {
     return m_ops->error();
 }
 
+Status GptBackend::storeLogits(std::span<float> logits) const {
+    if (!m_haveForward)
+        return makeError("storeLogits: no forward has run");
+    const int64_t V = m_layout->config().vocabSize, Vp = m_layout->config().paddedVocab();
+    const int64_t rows = int64_t{m_b} * m_t;
+    if (auto s = checkSize("logits", logits.size(), rows * V); !s)
+        return s;
+    for (int64_t i = 0; i < rows; ++i)  // the padded columns stay behind
+        m_ops->copyOut(logits.data() + i * V, m_acts + m_plan.logits + i * Vp,
+                       static_cast<size_t>(V));
+    return m_ops->error();
+}
+
 Status GptBackend::storeGradients(std::span<float> gradients) const {
     if (auto s = requireAllocated("storeGradients"); !s)
         return s;
@@ -239,7 +252,7 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
     m_ops->copyInInts(m_inputs, inputs.data(), n);
     m_ops->copyInInts(m_targets, targets.data(), n);
 
-    const int C = cfg.channels, NH = cfg.heads, V = cfg.vocabSize;
+    const int C = cfg.channels, NH = cfg.heads, V = cfg.vocabSize, Vp = cfg.paddedVocab();
     const int64_t btc = n * C;
     const ParameterLayout& lay = *m_layout;
     const BlockOffsets& o = lay.block();
@@ -270,9 +283,10 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
     }
     ops.layernormForward(a + m_plan.lnf, a + m_plan.lnfMean, a + m_plan.lnfRstd, residual,
                          w + lay.lnfWeight(), w + lay.lnfBias(), b, t, C);
-    ops.matmulForward(a + m_plan.logits, a + m_plan.lnf, w + lay.wte(), nullptr, b, t, C, V);
+    // Logits for all Vp rows of wte (aligned products); the softmax ignores the padded ones.
+    ops.matmulForward(a + m_plan.logits, a + m_plan.lnf, w + lay.wte(), nullptr, b, t, C, Vp);
     ops.softmaxCrossEntropyForward(a + m_plan.losses, a + m_plan.probs, a + m_plan.logits,
-                                   m_targets, b, t, V);
+                                   m_targets, b, t, V, Vp);
 
     ops.copyOut(m_hostLosses.data(), a + m_plan.losses, n);
     if (auto s = ops.error(); !s)
@@ -298,7 +312,8 @@ Status GptBackend::storeProbabilities(int row, int position, std::span<float> ou
     const int64_t V = m_layout->config().vocabSize;
     if (auto s = checkSize("probabilities", out.size(), V); !s)
         return s;
-    const int64_t at = m_plan.probs + (int64_t{row} * m_t + position) * V;
+    const int64_t at =
+        m_plan.probs + (int64_t{row} * m_t + position) * m_layout->config().paddedVocab();
     m_ops->copyOut(out.data(), m_acts + at, V);
     return m_ops->error();
 }
@@ -309,7 +324,8 @@ Status GptBackend::backward() {
     if (!m_haveForward)
         return makeError("backward: no forward pass to differentiate");
     const ModelConfig& cfg = m_layout->config();
-    const int b = m_b, t = m_t, C = cfg.channels, NH = cfg.heads, V = cfg.vocabSize;
+    const int b = m_b, t = m_t, C = cfg.channels, NH = cfg.heads, V = cfg.vocabSize,
+              Vp = cfg.paddedVocab();
     const int64_t n = int64_t{b} * t, btc = n * C;
     const ParameterLayout& lay = *m_layout;
     const BlockOffsets& o = lay.block();
@@ -324,10 +340,11 @@ Status GptBackend::backward() {
     std::fill(m_hostLosses.begin(), m_hostLosses.begin() + n, 1.0f / static_cast<float>(n));
     ops.copyIn(g + m_plan.losses, m_hostLosses.data(), n);
 
+    // The padded logits get no gradient, so the padded rows of dwte stay exactly zero.
     ops.crossEntropySoftmaxBackward(g + m_plan.logits, g + m_plan.losses, a + m_plan.probs,
-                                    m_targets, b, t, V);
+                                    m_targets, b, t, V, Vp);
     ops.matmulBackward(g + m_plan.lnf, dw + lay.wte(), nullptr, g + m_plan.logits, a + m_plan.lnf,
-                       w + lay.wte(), b, t, C, V);
+                       w + lay.wte(), b, t, C, Vp);
     const int last = cfg.layers - 1;
     const int64_t lastResidual = m_plan.layers[last].residual3;
     ops.layernormBackward(g + lastResidual, dw + lay.lnfWeight(), dw + lay.lnfBias(),

@@ -37,6 +37,9 @@ class GptBackend final : public Backend {
                                                std::span<uint16_t> out) override;
 
     Ops& ops() { return *m_ops; }
+    // The logits of the last forward, (b, t, V) as it was called; for tests and tools that
+    // compare the model's outputs with another implementation.
+    Status storeLogits(std::span<float> logits) const;
 
     // Offsets (in floats) of the activation tensors of a B x T plan; the same plan describes
     // activations and their gradients.

@@ -17,7 +17,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& config) : m_config(config) {
         m_count += size;
         return m_tensors.back().offset;
     };
-    add("wte", {config.vocabSize, C});
+    add("wte", {config.paddedVocab(), C});  // rows V..Vp-1 are padding, kept at zero
     m_wpe = add("wpe", {config.maxSeqLen, C});
     m_firstBlock = m_count;
     for (int l = 0; l < config.layers; ++l) {
@@ -70,6 +70,11 @@ void initParameters(const ParameterLayout& layout, std::span<float> parameters, 
                 p[i] = stddev * rng.normal();
         }
     }
+    // The padded vocabulary rows start at zero; with no gradient and zero moments, AdamW keeps
+    // them there (its decay of a zero weight is zero).
+    const ModelConfig& c = layout.config();
+    float* padded = parameters.data() + layout.wte() + int64_t{c.vocabSize} * c.channels;
+    std::fill(padded, padded + int64_t{c.paddedVocab() - c.vocabSize} * c.channels, 0.0f);
 }
 
 }  // namespace tandem

@@ -1,7 +1,8 @@
 // The GPT model's parameters: the one table that describes every parameter tensor inside the
 // single flat fp32 buffer, built from a ModelConfig (base/model_config.hpp).
 //
-// Dimensions: L layers, NH heads, C channels, T sequence length (maxSeqLen), V vocabulary (256).
+// Dimensions: L layers, NH heads, C channels, T sequence length (maxSeqLen), V vocabulary,
+// Vp padded vocabulary (ModelConfig::paddedVocab()).
 #pragma once
 
 #include "model_config.hpp"
@@ -32,8 +33,9 @@ struct BlockOffsets {
     int64_t fcProjWeight, fcProjBias;      // (C, 4C), (C)
 };
 
-// The layout of all parameters in one buffer: wte (V, C), wpe (T, C), then L blocks, then the
-// final LayerNorm. The output layer is tied to wte.
+// The layout of all parameters in one buffer: wte (Vp, C), wpe (T, C), then L blocks, then the
+// final LayerNorm. The output layer is tied to wte; wte's rows V..Vp-1 are padding (zero, never
+// an input, never predicted).
 class ParameterLayout {
   public:
     explicit ParameterLayout(const ModelConfig& config);
@@ -58,7 +60,7 @@ class ParameterLayout {
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)),
-// biases 0, LayerNorm weights 1. Deterministic in the seed.
+// biases 0, LayerNorm weights 1, padded wte rows 0. Deterministic in the seed.
 void initParameters(const ParameterLayout& layout, std::span<float> parameters, uint64_t seed);
 
 }  // namespace tandem

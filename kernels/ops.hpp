@@ -3,9 +3,10 @@
 // Ops; the CPU reference, the fast CPU ops and the CUDA ops implement it with the same names
 // and argument order.
 //
-// Dimensions: B batch, T sequence, C channels, OC output channels, NH heads, V vocab (256),
-// N element count. Tensors are row-major; pointers are in the memory of the op set (host memory
-// for CPU, device memory for CUDA).
+// Dimensions: B batch, T sequence, C channels, OC output channels, NH heads, V vocabulary, Vp
+// padded vocabulary (V rounded up to 64; the logits' row length), N element count. Tensors are
+// row-major; pointers are in the memory of the op set (host memory for CPU, device memory for
+// CUDA).
 //
 // Conventions: forward ops overwrite their outputs; backward ops ADD into every gradient they
 // write (dinp, dweight, dbias), so gradients of shared tensors accumulate. The caller zeroes.
@@ -90,14 +91,17 @@ class Ops {
     // dinp1 (N), dinp2 (N), dout (N)
     virtual void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) = 0;
 
-    // probs (B,T,V) = softmax(logits (B,T,V)); losses (B,T) = -log probs[target];
-    // targets (B,T)
+    // probs (B,T,Vp): softmax over the first V of each row of logits (B,T,Vp), 0 in the padded
+    // columns V..Vp-1 (those logits are ignored); losses (B,T) = -log probs[target];
+    // targets (B,T), each < V
     virtual void softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
-                                            const int32_t* targets, int B, int T, int V) = 0;
-    // dlogits (B,T,V), dlosses (B,T), probs (B,T,V), targets (B,T)
+                                            const int32_t* targets, int B, int T, int V,
+                                            int Vp) = 0;
+    // dlogits (B,T,Vp) += dlosses (B,T) * (probs - onehot(target)) in the first V columns; the
+    // padded columns get nothing. probs (B,T,Vp), targets (B,T)
     virtual void crossEntropySoftmaxBackward(float* dlogits, const float* dlosses,
                                              const float* probs, const int32_t* targets, int B,
-                                             int T, int V) = 0;
+                                             int T, int V, int Vp) = 0;
 
     // ---- optimizer and results ----------------------------------------------------------
     // Sum of squares of x (N), accumulated in double.

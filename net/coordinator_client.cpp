@@ -64,13 +64,18 @@ HttpResult<RegisterResponse> CoordinatorClient::registerClient(const RegisterReq
     return parsed.value();
 }
 
-HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request) {
+HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request,
+                                                     const std::string& requestId) {
     const auto key = coordinatorKey();
     if (!key)
         return protocolError(HttpErrorKind::BadSignature,
                              "no coordinator key is pinned (register first), so a manifest "
                              "could not be verified");
-    auto res = m_http->requestJson("POST", "/v1/work", request.toJson(), {}, RetryPolicy::none());
+    HttpHeaders headers;
+    if (!requestId.empty())
+        headers.emplace(kRequestIdHeader, requestId);
+    auto res =
+        m_http->requestJson("POST", "/v1/work", request.toJson(), headers, RetryPolicy::none());
     if (!res)
         return res.error();
     WorkOffer offer;
@@ -91,6 +96,26 @@ HttpResult<WorkOffer> CoordinatorClient::requestWork(const WorkRequest& request)
     offer.manifest = std::move(manifest.value());
     offer.manifestJson = std::move(res->body);
     return offer;
+}
+
+HttpResult<HeldWorkUnits> CoordinatorClient::listWork() {
+    auto res = m_http->requestJson("GET", "/v1/work");
+    if (!res)
+        return res.error();
+    auto list = HeldWorkUnits::fromJson(res->body);
+    if (!list)
+        return protocolError(HttpErrorKind::BadResponse, list.error().message);
+    return list.value();
+}
+
+HttpResult<void> CoordinatorClient::releaseWork(int64_t workUnitId) {
+    // Not retried here: a repeat after a lost answer is refused (409), which the caller treats
+    // as released.
+    auto res = m_http->requestJson("DELETE", "/v1/work/" + std::to_string(workUnitId), {}, {},
+                                   RetryPolicy::none());
+    if (!res)
+        return res.error();
+    return {};
 }
 
 HttpResult<DownloadResult> CoordinatorClient::downloadWeights(

@@ -3,6 +3,7 @@
 // coordinator key before they are returned.
 #pragma once
 
+#include "held_work.hpp"
 #include "http_client.hpp"
 #include "protocol.hpp"
 
@@ -43,7 +44,13 @@ class CoordinatorClient {
 
     // POST /v1/work: a manifest whose signature verifies against the pinned key, or no work
     // with the server's Retry-After. Not retried (each answer may hand out a work unit).
-    HttpResult<WorkOffer> requestWork(const WorkRequest& request);
+    // requestId: sent as the Idempotency-Key header (none when empty).
+    HttpResult<WorkOffer> requestWork(const WorkRequest& request,
+                                      const std::string& requestId = {});
+    // GET /v1/work: the units the coordinator counts as this client's.
+    HttpResult<HeldWorkUnits> listWork();
+    // DELETE /v1/work/{id}: gives a held unit back to the pool (the coordinator abandons it).
+    HttpResult<void> releaseWork(int64_t workUnitId);
 
     // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (bytes
     // [dataOffset, dataOffset + dataLength) of the shard), resumable, checked by SHA-256 before

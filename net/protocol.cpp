@@ -517,16 +517,23 @@ std::string RunStatus::toJson() const {
                             {"contributors", h.contributors},
                             {"tokens", h.tokens}});
     }
-    json j{{"run_id", runId},
-           {"round", round},
-           {"model", modelToJson(model)},
-           {"active_workers", activeWorkers},
-           {"total_tokens", totalTokens},
-           {"work_unit_seconds", workUnitSeconds},
-           {"history", history_}};
+    json out{{"run_id", runId},
+             {"round", round},
+             {"model", modelToJson(model)},
+             {"active_workers", activeWorkers},
+             {"total_tokens", totalTokens},
+             {"work_unit_seconds", workUnitSeconds},
+             {"batch", batch},
+             {"seq_len", seqLen},
+             {"history", history_}};
+    if (latestExport)
+        out["latest_export"] = {{"path", latestExport->path},
+                                {"format", latestExport->format},
+                                {"version", latestExport->version},
+                                {"exported_unix", latestExport->exportedUnix}};
     if (latestSample)
-        j["latest_sample"] = sampleToJson(*latestSample);
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+        out["latest_sample"] = sampleToJson(*latestSample);
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
@@ -542,6 +549,10 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
     s.totalTokens = r.integer("total_tokens", 0, kMaxI64);
     if (j->contains("work_unit_seconds"))
         s.workUnitSeconds = static_cast<int>(r.integer("work_unit_seconds", 0, 86400 * 365));
+    if (j->contains("batch"))  // absent from older coordinators
+        s.batch = static_cast<int>(r.integer("batch", 0, 1 << 20));
+    if (j->contains("seq_len"))
+        s.seqLen = static_cast<int>(r.integer("seq_len", 0, 1 << 20));
     if (const json* h = r.array("history")) {
         for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
             const json& e = (*h)[i];
@@ -558,6 +569,22 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
             if (er.failed())
                 r.fail(er.error().message);
             s.history.push_back(rs);
+        }
+    }
+    if (j->contains("latest_export")) {
+        const json& e = (*j)["latest_export"];
+        if (!e.is_object()) {
+            r.fail("latest_export is not an object");
+        } else {
+            Reader er(e, "status latest_export");
+            ExportInfo x;
+            x.path = er.string("path", 1, 4096);
+            x.format = er.string("format", 1, 32);
+            x.version = er.integer("version", 0, kMaxI64);
+            x.exportedUnix = er.integer("exported_unix", 0, kMaxI64);
+            if (er.failed())
+                r.fail(er.error().message);
+            s.latestExport = x;
         }
     }
     if (const json* ls = j->contains("latest_sample") ? r.object("latest_sample") : nullptr) {

@@ -130,6 +130,15 @@ struct RoundSummary {
     bool operator==(const RoundSummary&) const = default;
 };
 
+// Where the operator last exported the model (tandem-coordinator export).
+struct ExportInfo {
+    std::string path;
+    std::string format;  // "safetensors" or "llmc"
+    int64_t version = 0;
+    int64_t exportedUnix = 0;
+    bool operator==(const ExportInfo&) const = default;
+};
+
 // What the model wrote after one version, from one prompt (GET /v1/runs/{run}/samples).
 struct SampleSummary {
     int64_t version = 0;
@@ -149,7 +158,9 @@ struct RunStatus {
     int activeWorkers = 0;
     int64_t totalTokens = 0;
     int workUnitSeconds = 0;                    // what work units are sized to take (0: not said)
+    int batch = 0, seqLen = 0;                  // a work unit's B x T (0: not said)
     std::vector<RoundSummary> history;          // one entry per closed round, oldest first
+    std::optional<ExportInfo> latestExport;     // absent: none made
     std::optional<SampleSummary> latestSample;  // what the newest sampled version wrote
     std::string toJson() const;
     static Expected<RunStatus> fromJson(std::string_view text);

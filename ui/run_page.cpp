@@ -146,12 +146,17 @@ void RunPage::showRun(const RunInfo& info) {
     }
     const QLocale loc;
     m_status->setText(QString());
-    m_summary->setText(tr("Run %1, round %2 open. Workers active: %3. Tokens trained in all: %4. "
-                          "Model: %5.")
-                           .arg(info.runId)
-                           .arg(info.round)
-                           .arg(info.activeWorkers)
-                           .arg(formatTokens(info.totalTokens), info.model));
+    QString summary = tr("Run %1, round %2 open. Workers active: %3. Tokens trained in all: %4. "
+                         "Model: %5.")
+                          .arg(info.runId)
+                          .arg(info.round)
+                          .arg(info.activeWorkers)
+                          .arg(formatTokens(info.totalTokens), info.model);
+    if (!info.latestExportPath.isEmpty())
+        summary += QLatin1Char(' ') + tr("Latest export of the model: %1 (%2, version %3).")
+                                          .arg(info.latestExportPath, info.latestExportFormat)
+                                          .arg(info.latestExportVersion);
+    m_summary->setText(summary);
 
     showSample(info);
 

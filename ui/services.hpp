@@ -51,6 +51,10 @@ struct RunInfo {
     int64_t round = 0;
     QString model;  // "L=12 NH=12 C=768 T=1024 V=256"
     int64_t parameterCount = 0;
+    // The memory a work unit needs (kernels/memory_estimate.hpp): on a CPU, and on a GPU beside
+    // the RAM the worker's copies take; 0 when the coordinator does not say the unit's B x T.
+    int64_t unitMemoryCpuBytes = 0;
+    int64_t unitMemoryGpuBytes = 0, unitMemoryHostBytes = 0;
     int activeWorkers = 0;
     int64_t totalTokens = 0;
     int workUnitSeconds = 0;         // what the coordinator sizes units to (0: not said)
@@ -58,6 +62,10 @@ struct RunInfo {
     // What the model wrote after its newest sampled version (sampleVersion 0: nothing yet).
     int64_t sampleVersion = 0;
     QString samplePrompt, sampleText;
+    // Where the operator last exported the model (tandem-coordinator export); empty: none.
+    QString latestExportPath;
+    QString latestExportFormat;  // "safetensors" or "llmc"
+    int64_t latestExportVersion = 0;
 };
 
 class Services {

@@ -322,6 +322,14 @@ void FirstRunWizard::updateCosts() {
            "%4.")
             .arg(formatTokens(m_run.parameterCount), m_run.model.toHtmlEscaped(),
                  formatBytes(c.downloadBytesPerUnit), formatBytes(c.uploadBytesPerUnit));
+    if (m_run.unitMemoryCpuBytes > 0) {
+        text +=
+            QStringLiteral(" ") +
+            tr("Training a unit needs about <b>%1</b> of memory on a CPU, or %2 of GPU memory "
+               "and %3 of RAM on a GPU; a device with less is not given work.")
+                .arg(formatBytes(m_run.unitMemoryCpuBytes), formatBytes(m_run.unitMemoryGpuBytes),
+                     formatBytes(m_run.unitMemoryHostBytes));
+    }
     if (m_measured) {
         text += QStringLiteral("<br><br>") +
                 tr("At your measured speed a work unit takes about <b>%1</b>: %2 to download, "

@@ -182,12 +182,14 @@ TANDEM_HOT void geluBackwardRange(float* dinp, const float* inp, const float* do
     }
 }
 
-// losses (BT), probs (BT,V), logits (BT,V), targets (BT); rows [begin, end)
+// losses (BT), probs (BT,Vp), logits (BT,Vp), targets (BT); rows [begin, end). The softmax is
+// over the first V columns; the padded ones get probability 0.
 TANDEM_HOT void softmaxCrossEntropyRows(float* losses, float* probs, const float* logits,
-                                        const int32_t* targets, int V, int64_t begin, int64_t end) {
+                                        const int32_t* targets, int V, int Vp, int64_t begin,
+                                        int64_t end) {
     for (int64_t bt = begin; bt < end; ++bt) {
-        const float* z = logits + bt * V;
-        float* p = probs + bt * V;
+        const float* z = logits + bt * Vp;
+        float* p = probs + bt * Vp;
         const float maxLogit = maxRow(z, V);
         float acc[kLanes] = {};
         int i = 0;
@@ -205,18 +207,20 @@ TANDEM_HOT void softmaxCrossEntropyRows(float* losses, float* probs, const float
         const float sum = combineLanes(acc) + tail;
         for (int j = 0; j < V; ++j)
             p[j] /= sum;
+        std::fill(p + V, p + Vp, 0.0f);
         losses[bt] = std::log(sum) + maxLogit - z[targets[bt]];
     }
 }
 
-// dlogits (BT,V), dlosses (BT), probs (BT,V), targets (BT); rows [begin, end)
+// dlogits (BT,Vp), dlosses (BT), probs (BT,Vp), targets (BT); rows [begin, end). The padded
+// columns V..Vp-1 get nothing.
 TANDEM_HOT void crossEntropyBackwardRows(float* dlogits, const float* dlosses, const float* probs,
-                                         const int32_t* targets, int V, int64_t begin,
+                                         const int32_t* targets, int V, int Vp, int64_t begin,
                                          int64_t end) {
     for (int64_t bt = begin; bt < end; ++bt) {
         const float d = dlosses[bt];
-        float* dz = dlogits + bt * V;
-        const float* p = probs + bt * V;
+        float* dz = dlogits + bt * Vp;
+        const float* p = probs + bt * Vp;
         for (int j = 0; j < V; ++j)
             dz[j] += d * p[j];
         dz[targets[bt]] -= d;
@@ -415,18 +419,19 @@ void CpuOps::residualBackward(float* dinp1, float* dinp2, const float* dout, int
 }
 
 void CpuOps::softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
-                                        const int32_t* targets, int B, int T, int V) {
-    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / V),
+                                        const int32_t* targets, int B, int T, int V, int Vp) {
+    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / Vp),
                        [&](int64_t begin, int64_t end) {
-                           softmaxCrossEntropyRows(losses, probs, logits, targets, V, begin, end);
+                           softmaxCrossEntropyRows(losses, probs, logits, targets, V, Vp, begin,
+                                                   end);
                        });
 }
 
 void CpuOps::crossEntropySoftmaxBackward(float* dlogits, const float* dlosses, const float* probs,
-                                         const int32_t* targets, int B, int T, int V) {
-    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / V),
+                                         const int32_t* targets, int B, int T, int V, int Vp) {
+    m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / Vp),
                        [&](int64_t begin, int64_t end) {
-                           crossEntropyBackwardRows(dlogits, dlosses, probs, targets, V, begin,
+                           crossEntropyBackwardRows(dlogits, dlosses, probs, targets, V, Vp, begin,
                                                     end);
                        });
 }

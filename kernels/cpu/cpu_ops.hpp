@@ -59,9 +59,9 @@ class CpuOps final : public HostOps {
     void residualForward(float* out, const float* inp1, const float* inp2, int64_t N) override;
     void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) override;
     void softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
-                                    const int32_t* targets, int B, int T, int V) override;
+                                    const int32_t* targets, int B, int T, int V, int Vp) override;
     void crossEntropySoftmaxBackward(float* dlogits, const float* dlosses, const float* probs,
-                                     const int32_t* targets, int B, int T, int V) override;
+                                     const int32_t* targets, int B, int T, int V, int Vp) override;
     double sumSquares(const float* x, int64_t N) override;
     void adamwUpdate(float* params, const float* grads, float* m, float* v, int64_t N, float lr,
                      float beta1, float beta2, float eps, float weightDecay, float gradScale,

@@ -298,9 +298,9 @@ void residualBackward(Real* dinp1, Real* dinp2, const Real* dout, int64_t N) {
 
 template <class Real>
 void softmaxCrossEntropyForward(Real* losses, Real* probs, const Real* logits,
-                                const int32_t* targets, int B, int T, int V) {
+                                const int32_t* targets, int B, int T, int V, int Vp) {
     for (int64_t bt = 0; bt < int64_t{B} * T; ++bt) {
-        const Real* z = logits + bt * V;  // (V)
+        const Real* z = logits + bt * Vp;  // (Vp); only the first V are the vocabulary's
         double maxLogit = -INFINITY;
         for (int j = 0; j < V; ++j)
             maxLogit = std::max(maxLogit, double{z[j]});
@@ -308,7 +308,9 @@ void softmaxCrossEntropyForward(Real* losses, Real* probs, const Real* logits,
         for (int j = 0; j < V; ++j)
             sum += std::exp(z[j] - maxLogit);
         for (int j = 0; j < V; ++j)
-            probs[bt * V + j] = static_cast<Real>(std::exp(z[j] - maxLogit) / sum);
+            probs[bt * Vp + j] = static_cast<Real>(std::exp(z[j] - maxLogit) / sum);
+        for (int j = V; j < Vp; ++j)
+            probs[bt * Vp + j] = Real{0};
         losses[bt] = static_cast<Real>(std::log(sum) + maxLogit - z[targets[bt]]);
     }
 }
@@ -316,12 +318,12 @@ void softmaxCrossEntropyForward(Real* losses, Real* probs, const Real* logits,
 // dlogits += dloss * (probs - onehot(target))
 template <class Real>
 void crossEntropySoftmaxBackward(Real* dlogits, const Real* dlosses, const Real* probs,
-                                 const int32_t* targets, int B, int T, int V) {
+                                 const int32_t* targets, int B, int T, int V, int Vp) {
     for (int64_t bt = 0; bt < int64_t{B} * T; ++bt) {
         for (int j = 0; j < V; ++j) {
             const double indicator = j == targets[bt] ? 1.0 : 0.0;
-            dlogits[bt * V + j] +=
-                static_cast<Real>(double{dlosses[bt]} * (probs[bt * V + j] - indicator));
+            dlogits[bt * Vp + j] +=
+                static_cast<Real>(double{dlosses[bt]} * (probs[bt * Vp + j] - indicator));
         }
     }
 }
@@ -389,9 +391,9 @@ EncodeStats encodeDeltaFp16(uint16_t* out, const float* start, const float* curr
     template void residualForward(Real*, const Real*, const Real*, int64_t);                       \
     template void residualBackward(Real*, Real*, const Real*, int64_t);                            \
     template void softmaxCrossEntropyForward(Real*, Real*, const Real*, const int32_t*, int, int,  \
-                                             int);                                                 \
+                                             int, int);                                            \
     template void crossEntropySoftmaxBackward(Real*, const Real*, const Real*, const int32_t*,     \
-                                              int, int, int);                                      \
+                                              int, int, int, int);                                 \
     template double sumSquares(const Real*, int64_t);                                              \
     template void adamwUpdate(Real*, const Real*, Real*, Real*, int64_t, float, float, float,      \
                               float, float, float, int64_t);
@@ -452,13 +454,13 @@ void ReferenceOps::residualBackward(float* dinp1, float* dinp2, const float* dou
     reference::residualBackward(dinp1, dinp2, dout, N);
 }
 void ReferenceOps::softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
-                                              const int32_t* targets, int B, int T, int V) {
-    reference::softmaxCrossEntropyForward(losses, probs, logits, targets, B, T, V);
+                                              const int32_t* targets, int B, int T, int V, int Vp) {
+    reference::softmaxCrossEntropyForward(losses, probs, logits, targets, B, T, V, Vp);
 }
 void ReferenceOps::crossEntropySoftmaxBackward(float* dlogits, const float* dlosses,
                                                const float* probs, const int32_t* targets, int B,
-                                               int T, int V) {
-    reference::crossEntropySoftmaxBackward(dlogits, dlosses, probs, targets, B, T, V);
+                                               int T, int V, int Vp) {
+    reference::crossEntropySoftmaxBackward(dlogits, dlosses, probs, targets, B, T, V, Vp);
 }
 double ReferenceOps::sumSquares(const float* x, int64_t N) {
     return reference::sumSquares(x, N);

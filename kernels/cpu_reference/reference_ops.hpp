@@ -77,14 +77,15 @@ void residualForward(Real* out, const Real* inp1, const Real* inp2, int64_t N);
 template <class Real>
 void residualBackward(Real* dinp1, Real* dinp2, const Real* dout, int64_t N);
 
-// losses (B,T), probs (B,T,V), logits (B,T,V), targets (B,T)
+// losses (B,T), probs (B,T,Vp), logits (B,T,Vp), targets (B,T); softmax over the first V
+// columns, probs 0 in the padded ones (see ops.hpp)
 template <class Real>
 void softmaxCrossEntropyForward(Real* losses, Real* probs, const Real* logits,
-                                const int32_t* targets, int B, int T, int V);
-// dlogits (B,T,V), dlosses (B,T), probs (B,T,V), targets (B,T)
+                                const int32_t* targets, int B, int T, int V, int Vp);
+// dlogits (B,T,Vp), dlosses (B,T), probs (B,T,Vp), targets (B,T); padded columns untouched
 template <class Real>
 void crossEntropySoftmaxBackward(Real* dlogits, const Real* dlosses, const Real* probs,
-                                 const int32_t* targets, int B, int T, int V);
+                                 const int32_t* targets, int B, int T, int V, int Vp);
 
 // Sum of squares of x (N), accumulated in double.
 template <class Real>
@@ -130,9 +131,9 @@ class ReferenceOps final : public HostOps {
     void residualForward(float* out, const float* inp1, const float* inp2, int64_t N) override;
     void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) override;
     void softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
-                                    const int32_t* targets, int B, int T, int V) override;
+                                    const int32_t* targets, int B, int T, int V, int Vp) override;
     void crossEntropySoftmaxBackward(float* dlogits, const float* dlosses, const float* probs,
-                                     const int32_t* targets, int B, int T, int V) override;
+                                     const int32_t* targets, int B, int T, int V, int Vp) override;
     double sumSquares(const float* x, int64_t N) override;
     void adamwUpdate(float* params, const float* grads, float* m, float* v, int64_t N, float lr,
                      float beta1, float beta2, float eps, float weightDecay, float gradScale,

@@ -346,14 +346,16 @@ __global__ void residualBackwardKernel(float* dinp1, float* dinp2, const float* 
     }
 }
 
-// One warp per row. losses (BT), probs (BT,V), logits (BT,V), targets (BT)
+// One warp per row. losses (BT), probs (BT,Vp), logits (BT,Vp), targets (BT); the softmax is
+// over the first V columns, the padded ones get probability 0.
 __global__ void softmaxCrossEntropyForwardKernel(float* losses, float* probs, const float* logits,
-                                                 const int32_t* targets, int64_t rows, int V) {
+                                                 const int32_t* targets, int64_t rows, int V,
+                                                 int Vp) {
     const int64_t row = int64_t{blockIdx.x} * (blockDim.x / kWarp) + threadIdx.x / kWarp;
     const int lane = static_cast<int>(threadIdx.x % kWarp);
     if (row >= rows)
         return;
-    const float* z = logits + row * V;
+    const float* z = logits + row * Vp;
     float maxLogit = -INFINITY;
     for (int j = lane; j < V; j += kWarp)
         maxLogit = fmaxf(maxLogit, z[j]);
@@ -364,20 +366,26 @@ __global__ void softmaxCrossEntropyForwardKernel(float* losses, float* probs, co
     sum = warpSum(sum);
     const float inverse = 1.0f / sum;
     for (int j = lane; j < V; j += kWarp)
-        probs[row * V + j] = expf(z[j] - maxLogit) * inverse;
+        probs[row * Vp + j] = expf(z[j] - maxLogit) * inverse;
+    for (int j = V + lane; j < Vp; j += kWarp)
+        probs[row * Vp + j] = 0.0f;
     // log-sum-exp form: finite even where probs[target] underflows.
     if (lane == 0)
         losses[row] = logf(sum) + maxLogit - z[targets[row]];
 }
 
-// dlogits (BT,V) += dlosses (BT) * (probs (BT,V) - onehot(targets (BT)))
+// dlogits (BT,Vp) += dlosses (BT) * (probs (BT,Vp) - onehot(targets (BT))) in the first V
+// columns; the padded columns get nothing.
 __global__ void crossEntropySoftmaxBackwardKernel(float* dlogits, const float* dlosses,
                                                   const float* probs, const int32_t* targets,
-                                                  int64_t rows, int V) {
-    const int64_t n = rows * V;
+                                                  int64_t rows, int V, int Vp) {
+    const int64_t n = rows * Vp;
     for (int64_t i = globalThread(); i < n; i += gridThreads()) {
-        const int64_t row = i / V;
-        const float indicator = i % V == targets[row] ? 1.0f : 0.0f;
+        const int64_t row = i / Vp;
+        const int64_t column = i % Vp;
+        if (column >= V)
+            continue;
+        const float indicator = column == targets[row] ? 1.0f : 0.0f;
         dlogits[i] += dlosses[row] * (probs[i] - indicator);
     }
 }

@@ -270,16 +270,16 @@ class CudaOps final : public Ops {
         TANDEM_LAUNCH(residualBackwardKernel, blocksFor(N), dim3(kThreads), dinp1, dinp2, dout, N);
     }
     void softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
-                                    const int32_t* targets, int B, int T, int V) override {
+                                    const int32_t* targets, int B, int T, int V, int Vp) override {
         const int64_t rows = int64_t{B} * T;
         TANDEM_LAUNCH(softmaxCrossEntropyForwardKernel, warpRowBlocks(rows), dim3(kThreads), losses,
-                      probs, logits, targets, rows, V);
+                      probs, logits, targets, rows, V, Vp);
     }
     void crossEntropySoftmaxBackward(float* dlogits, const float* dlosses, const float* probs,
-                                     const int32_t* targets, int B, int T, int V) override {
+                                     const int32_t* targets, int B, int T, int V, int Vp) override {
         const int64_t rows = int64_t{B} * T;
-        TANDEM_LAUNCH(crossEntropySoftmaxBackwardKernel, blocksFor(rows * V), dim3(kThreads),
-                      dlogits, dlosses, probs, targets, rows, V);
+        TANDEM_LAUNCH(crossEntropySoftmaxBackwardKernel, blocksFor(rows * Vp), dim3(kThreads),
+                      dlogits, dlosses, probs, targets, rows, V, Vp);
     }
 
     // ---- optimizer and results ------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // The HTTPS API over real TLS on 127.0.0.1: every endpoint's happy path and each refusal, with
 // checks that a refusal changed nothing.
+#include "api_helpers.hpp"
 #include "harness.hpp"
 
 #include "checkpoint.hpp"
@@ -28,53 +29,6 @@ using namespace tandem;
 using namespace tandem::testing;
 
 namespace {
-
-coord::CoordinatorConfig smallConfig() {
-    coord::CoordinatorConfig c;
-    c.model = "L=1,NH=2,C=16,T=16";
-    c.innerSteps = 4;
-    c.batch = 2;
-    c.quorum = 3;
-    c.maxStaleness = 1;
-    c.backgroundThreads = false;
-    c.threads = 1;
-    return c;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
-
-std::string errorCode(const httplib::Result& res) {
-    if (!res)
-        return "no response";
-    auto e = net::ApiError::fromJson(res->body);
-    return e ? e->code : "not an error body: " + res->body.substr(0, 200);
-}
-
-std::vector<uint16_t> smallDelta(int64_t P, float scale = 1.0f) {
-    std::vector<uint16_t> d(static_cast<size_t>(P));
-    for (int64_t i = 0; i < P; ++i)
-        d[static_cast<size_t>(i)] = floatToHalf(scale * 0.001f * float(i % 7 - 3));
-    return d;
-}
-
-net::Manifest requestWork(ApiClient& c) {
-    net::WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
-    auto res = c.http->Post("/v1/work", c.auth(), w.toJson(), "application/json");
-    if (!res || res->status != 200)
-        return {};
-    return net::Manifest::fromJson(res->body).value();
-}
-
-httplib::Result upload(ApiClient& c, int64_t wu, const BuiltResult& r,
-                       const std::string& signature = "\x01") {
-    httplib::Headers h = c.auth();
-    h.emplace("X-Tandem-Signature", signature == "\x01" ? r.signature : signature);
-    return c.http->Put(("/v1/results/" + std::to_string(wu)).c_str(), h,
-                       reinterpret_cast<const char*>(r.body.data()), r.body.size(),
-                       "application/octet-stream");
-}
 
 int64_t totalTokens(TestCoordinator& t) {
     return t.coordinator().status().totalTokens;
@@ -215,68 +169,6 @@ class TestCoordinatorApi : public QObject {
         QCOMPARE(key.permissions() & (QFile::ReadGroup | QFile::ReadOther), QFile::Permissions());
     }
 
-    void workRequests() {
-        auto cfg = smallConfig();
-        cfg.maxWorkUnitsPerClient = 2;
-        TestCoordinator t(cfg);
-        QVERIFY2(t.ok(), t.error().c_str());
-        auto c = t.registerClient("alice");
-        net::WorkRequest w{"cpu", 1 << 30, 0, 1 << 30};
-        auto noToken = t.connect()->Post("/v1/work", w.toJson(), "application/json");
-        QCOMPARE(noToken->status, 401);
-        QCOMPARE(errorCode(noToken), std::string("unauthorized"));
-        QCOMPARE(noToken->get_header_value("WWW-Authenticate"), std::string("Bearer"));
-        auto badToken = t.connect()->Post("/v1/work", {{"Authorization", "Bearer nope"}},
-                                          w.toJson(), "application/json");
-        QCOMPARE(badToken->status, 401);
-        QVERIFY(contains(badToken->body, "not known"));
-        auto malformed =
-            c.http->Post("/v1/work", c.auth(), "{\"device\":\"cpu\"}", "application/json");
-        QCOMPARE(malformed->status, 400);
-        QVERIFY(contains(malformed->body, "memory_bytes"));
-
-        auto res = c.http->Post("/v1/work", c.auth(), w.toJson(), "application/json");
-        QVERIFY(res);
-        QCOMPARE(res->status, 200);
-        auto m = net::Manifest::fromJson(res->body);
-        QVERIFY2(m.ok(), res->body.c_str());
-        QVERIFY(m->verify(t.coordinator().publicKey()));
-        QCOMPARE(m->baseVersion, 0);
-        QCOMPARE(m->innerSteps, 4);  // no throughput reported: the full H
-        QCOMPARE(m->batch, 2);
-        QCOMPARE(m->seqLen, 16);
-        QCOMPARE(m->dataLength, int64_t(4 * 2 * 16));
-        QCOMPARE(m->maxUploadBytes, t.coordinator().maxUploadBytes());
-        // Sized from throughput: 2 tokens/s x 300 s / 32 tokens per step = 18 -> clamped to H=4;
-        // a slow worker gets the minimum.
-        auto m2res = c.http->Post("/v1/work", c.auth(),
-                                  net::WorkRequest{"cpu", 1 << 30, 0.01, 1 << 30}.toJson(),
-                                  "application/json");
-        auto m2 = net::Manifest::fromJson(m2res->body);
-        QVERIFY(m2.ok());
-        QCOMPARE(m2->innerSteps, 1);
-        QVERIFY(m2->dataOffset >= m->dataOffset + m->dataLength);  // no overlap in a round
-        auto third = c.http->Post("/v1/work", c.auth(), w.toJson(), "application/json");
-        QCOMPARE(third->status, 409);
-        QCOMPARE(errorCode(third), std::string("too_many_work_units"));
-    }
-
-    void noWorkWhenTheDataIsAssigned() {
-        auto cfg = smallConfig();
-        cfg.innerSteps = 4000;  // 128000 train bytes per work unit; the train split is ~190000
-        TestCoordinator t(cfg);
-        QVERIFY2(t.ok(), t.error().c_str());
-        auto a = t.registerClient("a");
-        auto b = t.registerClient("b");
-        QVERIFY(requestWork(a).workUnitId > 0);
-        auto res =
-            b.http->Post("/v1/work", b.auth(),
-                         net::WorkRequest{"cpu", 1 << 30, 0, 1 << 30}.toJson(), "application/json");
-        QVERIFY(res);
-        QCOMPARE(res->status, 204);
-        QVERIFY(std::atoi(res->get_header_value("Retry-After").c_str()) >= 5);
-    }
-
     void downloadsWithRanges() {
         TestCoordinator t(smallConfig());
         QVERIFY2(t.ok(), t.error().c_str());
@@ -359,33 +251,6 @@ class TestCoordinatorApi : public QObject {
         auto shard = c.http->Get("/v1/runs/1/data/3", c.auth());
         QCOMPARE(shard->status, 404);
         QCOMPARE(errorCode(shard), std::string("unknown_shard"));
-    }
-
-    void progressHeartbeats() {
-        TestCoordinator t(smallConfig());
-        QVERIFY2(t.ok(), t.error().c_str());
-        auto a = t.registerClient("a");
-        auto b = t.registerClient("b");
-        auto m = requestWork(a);
-        const std::string url = "/v1/work/" + std::to_string(m.workUnitId) + "/progress";
-        net::ProgressReport p{2, 4.5f, 100.0};
-        auto ok = a.http->Post(url.c_str(), a.auth(), p.toJson(), "application/json");
-        QCOMPARE(ok->status, 200);
-        QCOMPARE(net::ProgressReply::fromJson(ok->body)->action, std::string("continue"));
-        auto other = b.http->Post(url.c_str(), b.auth(), p.toJson(), "application/json");
-        QCOMPARE(other->status, 403);
-        QCOMPARE(errorCode(other), std::string("not_your_work_unit"));
-        auto unknown =
-            a.http->Post("/v1/work/999999/progress", a.auth(), p.toJson(), "application/json");
-        QCOMPARE(unknown->status, 404);
-        QCOMPARE(errorCode(unknown), std::string("unknown_work_unit"));
-        auto bad =
-            a.http->Post(url.c_str(), a.auth(), "{\"step\":-1,\"loss\":1,\"tokens_per_second\":1}",
-                         "application/json");
-        QCOMPARE(bad->status, 400);
-        auto anonymous = t.connect()->Post(url.c_str(), p.toJson(), "application/json");
-        QCOMPARE(anonymous->status, 401);
-        QCOMPARE(t.coordinator().status().activeWorkers, 1);
     }
 
     void uploadAcceptedOnceAndIdempotent() {
@@ -715,38 +580,6 @@ class TestCoordinatorApi : public QObject {
                                  "application/octet-stream");
         QVERIFY(tooBig);
         QCOMPARE(tooBig->status, 413);
-    }
-
-    void heartbeatTimeoutReassignsData() {
-        auto cfg = smallConfig();
-        int64_t now = 1'800'000'000;
-        cfg.clock = [&now] { return now; };
-        cfg.heartbeatTimeoutSeconds = 60;
-        TestCoordinator t(cfg);
-        QVERIFY2(t.ok(), t.error().c_str());
-        auto a = t.registerClient("a");
-        auto b = t.registerClient("b");
-        auto m = requestWork(a);
-        now += 61;
-        t.coordinator().tick();
-        auto hb = a.http->Post(("/v1/work/" + std::to_string(m.workUnitId) + "/progress").c_str(),
-                               a.auth(), net::ProgressReport{1, 1, 1}.toJson(), "application/json");
-        auto reply = net::ProgressReply::fromJson(hb->body);
-        QCOMPARE(reply->action, std::string("abandon"));
-        QVERIFY(contains(reply->reason, "no heartbeat"));
-        auto m2 = requestWork(b);  // gets the abandoned data range
-        QCOMPARE(m2.dataOffset, m.dataOffset);
-        QCOMPARE(m2.dataLength, m.dataLength);
-        const int64_t P = t.coordinator().parameterCount();
-        auto late = upload(a, m.workUnitId, buildResult(m, smallDelta(P), a.key));
-        QCOMPARE(late->status, 409);
-        QCOMPARE(errorCode(late), std::string("work_unit_abandoned"));
-        // Round deadline: with one result the round closes when it expires.
-        QCOMPARE(upload(b, m2.workUnitId, buildResult(m2, smallDelta(P), b.key))->status, 200);
-        QCOMPARE(t.coordinator().currentVersion(), 0);
-        now += cfg.roundTimeoutSeconds;
-        t.coordinator().tick();
-        QCOMPARE(t.coordinator().currentVersion(), 1);
     }
 };
 

@@ -3,6 +3,7 @@
 // manifest, the per-client limit, an abandoned range handed out again, no work when the round has
 // spanned the shard, and heartbeats.
 #include "direct.hpp"
+#include "memory_estimate.hpp"
 #include "work_assignment.hpp"
 
 #include <QtTest>
@@ -128,6 +129,32 @@ class TestCoordinatorWork : public QObject {
         QVERIFY(third.refusal().message.find("(" + std::to_string(m1.workUnitId) + ", " +
                                              std::to_string(m2.workUnitId) + ")") !=
                 std::string::npos);
+    }
+
+    // A device that reports less memory than a unit needs gets no unit: all of the estimate for a
+    // CPU, the backend's part for a GPU; exactly enough is enough.
+    void refusesUnitThatDoesNotFitTheDevice() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto a = f.registerClient("a"), b = f.registerClient("b");
+        const net::Manifest m = f.work(a, 0);
+        const UnitMemoryEstimate e = estimateUnitMemory(m.model, m.batch, m.seqLen);
+        auto ask = [&](const char* device, int64_t memory) {
+            net::WorkRequest w;
+            w.device = device;
+            w.memoryBytes = memory;
+            return f.coordinator().requestWork(b.id, w.toJson());
+        };
+        auto small = ask("cpu", e.sharedTotalBytes() - 1);
+        QVERIFY(!small.ok());
+        QCOMPARE(small.refusal().httpStatus, 409);
+        QCOMPARE(small.refusal().code, std::string("insufficient_memory"));
+        const std::string& why = small.refusal().message;
+        QVERIFY2(why.find("needs " + formatMemory(e.sharedTotalBytes())) != std::string::npos,
+                 why.c_str());
+        QVERIFY2(why.find("available") != std::string::npos, why.c_str());
+        QVERIFY(!ask("cuda:0 GPU", e.backendBytes() - 1).ok());
+        QVERIFY(ask("cuda:0 GPU", e.backendBytes()).ok());
     }
 
     void reassignsAnAbandonedRange() {

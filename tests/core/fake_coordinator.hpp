@@ -1,6 +1,7 @@
 // An in-process CoordinatorApi for engine tests: signs manifests and receipts with its own key,
 // serves a small model's weights and a text range, accepts results idempotently (the same result
-// again returns the same receipt), and lets a test inject failures, block uploads and watch calls.
+// again returns the same receipt), keeps the units it counts as the client's (request ids, list,
+// release, the 409 limit), and lets a test inject failures, block uploads and watch calls.
 #pragma once
 
 #include "checkpoint.hpp"
@@ -58,15 +59,31 @@ class FakeCoordinator final : public core::CoordinatorApi {
     bool badReceiptKey = false;
     std::set<int64_t> nanUnits;                     // work units served NaN weights
     std::function<void(int64_t)> onUploadAccepted;  // called after accepting, before answering
+    // Called once a unit is assigned (committed here), before the answer returns: a crash there
+    // is a worker killed between the coordinator's commit and its own record of the unit.
+    std::function<void(int64_t)> onAssigned;
+    // > 0: a request while the client holds this many units is refused (409
+    // too_many_work_units, Retry-After heldRetryAfterMs), as the real coordinator does.
+    int maxHeldUnits = 0;
+    int64_t heldRetryAfterMs = 180000;
+    // The units counted as the client's (assigned, not accepted, released or abandoned), with
+    // the request id each was assigned for: what GET /v1/work lists.
+    std::map<int64_t, std::string> held;
+    std::deque<core::ApiFailure> listFailures;  // the next listWork calls fail with these
 
     // --- observations ---
     std::atomic<int> registrations{0};  // atomic: tests read them while the engine runs
     std::atomic<int> workRequests{0};
     std::atomic<int> progressReports{0};
     std::atomic<int> uploadAttempts{0};
+    std::atomic<int> listCalls{0};
+    std::atomic<int> tooManyRefusals{0};
+    std::vector<int64_t> released;                     // DELETE /v1/work/{id} that released a unit
+    std::vector<int64_t> assigned;                     // every unit handed out, repeats included
     std::map<int64_t, std::vector<uint8_t>> accepted;  // work unit -> result body
     std::map<int64_t, int> acceptCount;                // how often counted (must stay 1)
     std::vector<net::WorkRequest> requests;
+    std::vector<std::string> requestIds;  // the idempotency key of each request ("" none)
     std::string token;
 
     const net::SigningKey& key() const { return m_key; }
@@ -121,23 +138,66 @@ class FakeCoordinator final : public core::CoordinatorApi {
         std::lock_guard lock(mu);
         token = t;
     }
-    core::ApiResult<core::WorkOffer> requestWork(const net::WorkRequest& r) override {
-        std::lock_guard lock(mu);
+    core::ApiResult<core::WorkOffer> requestWork(const net::WorkRequest& r,
+                                                 const std::string& requestId) override {
+        std::unique_lock lock(mu);
         ++workRequests;
         requests.push_back(r);
+        requestIds.push_back(requestId);
         if (!workFailures.empty()) {
             auto f = workFailures.front();
             workFailures.pop_front();
             return f;
         }
         core::WorkOffer offer;
-        if (m_nextId > maxWorkUnits) {
-            offer.retryAfterMs = noWorkRetryAfterMs;
-            return offer;
+        int64_t id = 0;
+        for (const auto& [heldId, heldRequestId] : held)
+            if (!requestId.empty() && heldRequestId == requestId)
+                id = heldId;  // a repeated request: the same unit
+        if (id == 0) {
+            if (maxHeldUnits > 0 && static_cast<int>(held.size()) >= maxHeldUnits) {
+                ++tooManyRefusals;
+                return core::apiFailure(
+                    "this client already holds " + std::to_string(held.size()) + " work units",
+                    true, heldRetryAfterMs, "too_many_work_units", 409);
+            }
+            if (m_nextId > maxWorkUnits) {
+                offer.retryAfterMs = noWorkRetryAfterMs;
+                return offer;
+            }
+            id = m_nextId++;
+            held[id] = requestId;
         }
-        offer.manifest = manifestFor(m_nextId++);
+        assigned.push_back(id);
+        offer.manifest = manifestFor(id);
         offer.manifestJson = offer.manifest->toJson();
+        auto hook = onAssigned;
+        lock.unlock();
+        if (hook)
+            hook(id);
         return offer;
+    }
+    core::ApiResult<std::vector<net::HeldWorkUnit>> listWork() override {
+        std::lock_guard lock(mu);
+        ++listCalls;
+        if (!listFailures.empty()) {
+            auto f = listFailures.front();
+            listFailures.pop_front();
+            return f;
+        }
+        std::vector<net::HeldWorkUnit> out;
+        for (const auto& [id, requestId] : held)
+            out.push_back({id, requestId, 0, 0, 1795300000, 4000000000});
+        return out;
+    }
+    core::ApiResult<void> releaseWork(int64_t id) override {
+        std::lock_guard lock(mu);
+        if (id <= 0 || id >= m_nextId)
+            return core::apiFailure("unknown", false, {}, "unknown_work_unit", 404);
+        if (!held.erase(id))
+            return core::apiFailure("not assigned", false, {}, "not_assigned", 409);
+        released.push_back(id);
+        return {};
     }
     core::ApiResult<core::DownloadOutcome> downloadWeights(
         const net::Manifest& m, const std::filesystem::path& dest,
@@ -198,11 +258,16 @@ class FakeCoordinator final : public core::CoordinatorApi {
         if (p)
             p(static_cast<int64_t>(body->size()), static_cast<int64_t>(body->size()), 1e6);
         auto it = accepted.find(h->workUnitId);
+        if (it == accepted.end() && !held.count(h->workUnitId))  // as the real one answers
+            return core::apiFailure("work unit " + std::to_string(h->workUnitId) +
+                                        " was abandoned: no heartbeat for 181 s",
+                                    false, {}, "work_unit_abandoned", 409);
         if (it != accepted.end() && it->second != *body)
             return core::apiFailure("another result", false, {}, "duplicate", 409);
         if (it == accepted.end()) {
             accepted[h->workUnitId] = *body;
             ++acceptCount[h->workUnitId];
+            held.erase(h->workUnitId);
         }
         net::Receipt r;
         r.workUnitId = h->workUnitId;

@@ -1,12 +1,10 @@
 // The worker engine against a fake coordinator, a hand-set clock and fake rule inputs: every state,
 // pause/resume/snooze/finish-then-pause, rules holding and releasing, backoff with Retry-After,
-// resume after a simulated crash (bit-identical result), overlap of upload and training, NaN
-// refusal, receipt verification and the ledger rows.
-#include "engine.hpp"
-#include "fake_coordinator.hpp"
+// overlap of upload and training, NaN refusal, receipt verification and the ledger rows. Restarts
+// after a crash or quit are in test_engine_restart, lost work units in test_engine_orphans.
+#include "engine_harness.hpp"
 
 #include "checkpoint.hpp"
-#include "ledger.hpp"
 
 #include <sys/stat.h>
 
@@ -19,143 +17,8 @@
 
 using namespace tandem;
 using namespace tandem::core;
-using tandem::testing::FakeCoordinator;
+using namespace tandem::testing;
 namespace fs = std::filesystem;
-
-namespace {
-
-// ManualClock, safe to read from the engine's threads while the test advances it.
-class TestClock final : public Clock {
-  public:
-    explicit TestClock(int64_t ms) : m_ms(ms) {}
-    int64_t nowMs() const override { return m_ms.load(); }
-    void advanceMs(int64_t d) { m_ms += d; }
-    void setMs(int64_t v) { m_ms = v; }
-
-  private:
-    std::atomic<int64_t> m_ms;
-};
-
-struct Probe {
-    std::mutex mu;
-    RuleProbe value{std::nullopt, PowerSource::Mains, std::nullopt};
-    RuleProbe get() {
-        std::lock_guard lock(mu);
-        return value;
-    }
-    void setPower(PowerSource p) {
-        std::lock_guard lock(mu);
-        value.power = p;
-    }
-};
-
-struct Recorder final : EngineObserver {
-    std::mutex mu;
-    std::vector<std::pair<EngineState, std::string>> states;
-    std::vector<std::string> logs;
-    std::function<void(const std::string&, int64_t)> onProgress;
-    int settled = 0;
-    void stateChanged(EngineState s, const std::string& reason) override {
-        std::lock_guard lock(mu);
-        states.emplace_back(s, reason);
-    }
-    void progress(const std::string& id, int64_t step, int64_t, float) override {
-        std::function<void(const std::string&, int64_t)> f;
-        {
-            std::lock_guard lock(mu);
-            f = onProgress;
-        }
-        if (f)
-            f(id, step);
-    }
-    void logLine(EventLevel, const std::string& m) override {
-        std::lock_guard lock(mu);
-        logs.push_back(m);
-    }
-    void workUnitSettled(const std::string&, WorkUnitState) override {
-        std::lock_guard lock(mu);
-        ++settled;
-    }
-    bool saw(EngineState s) {
-        std::lock_guard lock(mu);
-        for (auto& p : states)
-            if (p.first == s)
-                return true;
-        return false;
-    }
-    bool logged(const std::string& needle) {
-        std::lock_guard lock(mu);
-        for (auto& l : logs)
-            if (l.find(needle) != std::string::npos)
-                return true;
-        return false;
-    }
-};
-
-// Polls a condition (the engine runs on its own threads); false after a generous limit.
-template <class F>
-bool eventually(F f, int limitMs = 30000) {
-    for (int waited = 0; waited < limitMs; waited += 2) {
-        if (f())
-            return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return f();
-}
-
-constexpr int64_t kStart = 1795300000000;  // 2026-11-22, a Sunday
-
-struct Harness {
-    QTemporaryDir tmp;
-    fs::path dataDir;
-    TestClock clock{kStart};
-    FixedOffsetTimeZone zone{0};
-    Probe probe;
-    Recorder recorder;
-    FakeCoordinator& api;
-    std::unique_ptr<Engine> engine;
-    EngineConfig cfg;
-    std::shared_ptr<std::atomic<int>> backendsMade = std::make_shared<std::atomic<int>>(0);
-
-    explicit Harness(FakeCoordinator& fake, fs::path dir = {}) : api(fake) {
-        dataDir = dir.empty() ? fs::path(tmp.path().toStdString()) / "data" : dir;
-        cfg.dataDir = dataDir;
-        cfg.coordinatorUrl = "https://127.0.0.1:1";
-        cfg.device = "cpu";
-        cfg.pollIntervalMs = 5;
-        cfg.jitterSeed = 42;
-        cfg.rules.pauseOnBattery = true;
-        cfg.sampleIntervalMs = 0;
-    }
-    Status make() {
-        Engine::Dependencies d;
-        d.api = &api;
-        d.clock = &clock;
-        d.zone = &zone;
-        d.backends = [made = backendsMade](const std::string& device) {
-            ++*made;
-            return makeCpuBackend(device, 1);
-        };
-        d.probe = [this] { return probe.get(); };
-        d.observer = &recorder;
-        auto e = Engine::create(cfg, d);
-        if (!e)
-            return e.error();
-        engine = std::move(*e);
-        return {};
-    }
-    EngineSnapshot snap() { return engine->snapshot(); }
-    bool waitState(EngineState s) {
-        return eventually([&] { return engine->snapshot().state == s; });
-    }
-};
-
-std::optional<WorkUnitRecord> unit(Engine& e, const std::string& id) {
-    auto r = e.ledger().workUnit(id);
-    return r ? *r : std::nullopt;
-}
-
-}  // namespace
 
 class TestEngine : public QObject {
     Q_OBJECT
@@ -508,91 +371,6 @@ class TestEngine : public QObject {
         QVERIFY(eventually([&] { return api.workRequests.load() == 2; }));
     }
 
-    // Destroy the engine mid-unit like a crash (no checkpoint on the way out), start a new one on
-    // the same data directory: it resumes from the last periodic checkpoint and its result is
-    // bit-identical to an uninterrupted run.
-    void resumesAfterCrash() {
-        FakeCoordinator api("L=1,NH=2,C=16,T=16", 10);
-        QTemporaryDir dir;
-        const fs::path data = fs::path(dir.path().toStdString()) / "data";
-        {
-            Harness h(api, data);
-            h.cfg.checkpointEverySteps = 3;
-            QVERIFY(h.make().ok());
-            Engine* e = h.engine.get();
-            h.recorder.onProgress = [&](const std::string&, int64_t step) {
-                if (step == 5)
-                    e->crashForTesting();
-            };
-            h.engine->start();
-            QVERIFY(eventually([&] { return h.engine->finished(); }));
-            QVERIFY(fs::exists(data / "work" / "1" / "ckpt-3.ckpt"));
-            QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Training);
-        }
-        int firstStepSeen = -1;
-        {
-            Harness h(api, data);
-            h.cfg.maxWorkUnits = 1;
-            h.cfg.checkpointEverySteps = 3;
-            h.recorder.onProgress = [&](const std::string&, int64_t step) {
-                if (firstStepSeen < 0)
-                    firstStepSeen = static_cast<int>(step);
-            };
-            QVERIFY(h.make().ok());
-            h.engine->start();
-            QVERIFY(h.waitState(EngineState::Stopped));
-            QCOMPARE(firstStepSeen, 4);  // resumed after step 3
-            QVERIFY(h.recorder.logged("resuming at step 3"));
-            QCOMPARE(api.registrations.load(), 1);  // the registration survived
-            auto u = unit(*h.engine, "1");
-            QCOMPARE(u->state, WorkUnitState::Accepted);
-            QCOMPARE(u->steps, int64_t{10});
-            QVERIFY(h.engine->ledger().integrityCheck().ok());
-            auto rows = h.engine->ledger().workUnits(100);
-            QCOMPARE(rows->size(), size_t{1});
-        }
-        FakeCoordinator ref("L=1,NH=2,C=16,T=16", 10);
-        Harness r(ref);
-        r.cfg.maxWorkUnits = 1;
-        QVERIFY(r.make().ok());
-        r.engine->start();
-        QVERIFY(r.waitState(EngineState::Stopped));
-        QVERIFY(api.accepted[1] == ref.accepted[1]);
-    }
-
-    // Crash after the coordinator accepted the upload but before the receipt was stored: the
-    // restart uploads again, the coordinator counts it once, the ledger gets the receipt once.
-    void crashAfterUploadBeforeReceipt() {
-        FakeCoordinator api;
-        QTemporaryDir dir;
-        const fs::path data = fs::path(dir.path().toStdString()) / "data";
-        {
-            Harness h(api, data);
-            QVERIFY(h.make().ok());
-            Engine* e = h.engine.get();
-            api.onUploadAccepted = [e](int64_t) { e->crashForTesting(); };
-            h.engine->start();
-            QVERIFY(eventually([&] { return h.engine->finished(); }));
-            QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Uploading);
-            QVERIFY(fs::exists(data / "results" / "1.result"));
-        }
-        api.onUploadAccepted = nullptr;
-        {
-            Harness h(api, data);
-            h.cfg.maxWorkUnits = 1;
-            QVERIFY(h.make().ok());
-            h.engine->start();
-            QVERIFY(
-                eventually([&] { return unit(*h.engine, "1")->state == WorkUnitState::Accepted; }));
-            QCOMPARE(api.acceptCount[1], 1);
-            QVERIFY(api.uploadAttempts.load() >= 2);
-            QVERIFY(eventually([&] { return !fs::exists(data / "results" / "1.result"); }));
-            h.engine->quit();
-            h.engine->wait();
-            QVERIFY(h.engine->ledger().integrityCheck().ok());
-        }
-    }
-
     // While a result uploads, the next unit trains; with two results pending it waits.
     void overlapTrainsWhileUploading() {
         FakeCoordinator api;
@@ -752,74 +530,6 @@ class TestEngine : public QObject {
         for (auto& t : *transfers)
             failed += t.purpose == "result" && !t.ok;
         QCOMPARE(failed, 1);
-    }
-
-    void quitCheckpointsAndResumes() {
-        FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
-        QTemporaryDir dir;
-        const fs::path data = fs::path(dir.path().toStdString()) / "data";
-        {
-            Harness h(api, data);
-            QVERIFY(h.make().ok());
-            Engine* e = h.engine.get();
-            h.recorder.onProgress = [&](const std::string&, int64_t step) {
-                if (step == 2)
-                    e->quit();
-            };
-            h.engine->start();
-            h.engine->wait();
-            QCOMPARE(h.snap().state, EngineState::Stopped);
-            QVERIFY(fs::exists(data / "work" / "1" / "ckpt-2.ckpt"));
-        }
-        Harness h(api, data);
-        h.cfg.maxWorkUnits = 1;
-        QVERIFY(h.make().ok());
-        h.engine->start();
-        QVERIFY(h.waitState(EngineState::Stopped));
-        QVERIFY(h.recorder.logged("resuming at step 2"));
-        QCOMPARE(unit(*h.engine, "1")->state, WorkUnitState::Accepted);
-    }
-
-    // A checkpoint that cannot be read back starts the unit over from its start weights, the
-    // same unit (its manifest kept): the result equals that of an uninterrupted run.
-    void unusableCheckpointStartsOver() {
-        FakeCoordinator api("L=1,NH=2,C=16,T=16", 8);
-        QTemporaryDir dir;
-        const fs::path data = fs::path(dir.path().toStdString()) / "data";
-        {
-            Harness h(api, data);
-            QVERIFY(h.make().ok());
-            Engine* e = h.engine.get();
-            h.recorder.onProgress = [&](const std::string&, int64_t step) {
-                if (step == 2)
-                    e->quit();
-            };
-            h.engine->start();
-            h.engine->wait();
-            QVERIFY(fs::exists(data / "work" / "1" / "ckpt-2.ckpt"));
-        }
-        fs::resize_file(data / "work" / "1" / "ckpt-2.ckpt", 10);  // truncated
-        {
-            Harness h(api, data);
-            h.cfg.maxWorkUnits = 1;
-            QVERIFY(h.make().ok());
-            h.engine->start();
-            QVERIFY(h.waitState(EngineState::Stopped));
-            QVERIFY(h.recorder.logged("work unit 1: checkpoint unusable"));
-            auto u = unit(*h.engine, "1");
-            QVERIFY(u);
-            QCOMPARE(u->state, WorkUnitState::Accepted);
-            QCOMPARE(u->steps, int64_t{8});
-            QVERIFY(!unit(*h.engine, "0"));
-        }
-        FakeCoordinator ref("L=1,NH=2,C=16,T=16", 8);
-        Harness r(ref);
-        r.cfg.maxWorkUnits = 1;
-        QVERIFY(r.make().ok());
-        r.engine->start();
-        QVERIFY(r.waitState(EngineState::Stopped));
-        QCOMPARE(api.accepted.count(1), size_t{1});
-        QVERIFY(api.accepted[1] == ref.accepted[1]);
     }
 };
 

@@ -302,28 +302,30 @@ class TestCudaOps : public QObject {
         COMPARE_CLOSE("residual dinp2", download(g3, N), dinp3, 0, 0);
     }
 
-    void crossEntropy() {
-        const int B = 3, T = 7, V = 256;
-        const size_t rows = size_t(B) * T;
-        auto logits = randomVector(rows * V, 51, 3.0f);
-        logits[5] = 80.0f;  // a dominant logit: probabilities of the others underflow
-        auto targets = randomTokens(rows, V, 52);
-        std::vector<float> losses(rows), probs(rows * V);
-        m_ref.softmaxCrossEntropyForward(losses.data(), probs.data(), logits.data(), targets.data(),
-                                         B, T, V);
-        float* l = upload(garbage(rows));
-        float* p = upload(garbage(probs.size()));
-        int32_t* dt = upload(targets);
-        m_dev->softmaxCrossEntropyForward(l, p, upload(logits), dt, B, T, V);
-        COMPARE_CLOSE("losses", download(l, rows), losses, 1e-5f, 1e-5f);
-        COMPARE_CLOSE("probs", download(p, probs.size()), probs, 1e-7f, 1e-5f);
+    void crossEntropy() {  // byte vocabulary, then padded rows (V 300 -> 320, 50257 -> 50304)
+        for (const auto& [V, Vp] : {std::pair{256, 256}, {300, 320}, {50257, 50304}}) {
+            const int B = 3, T = 7;
+            const size_t rows = size_t(B) * T;
+            auto logits = randomVector(rows * Vp, 51, 3.0f);
+            logits[5] = 80.0f;  // a dominant logit: probabilities of the others underflow
+            auto targets = randomTokens(rows, V, 52);
+            std::vector<float> losses(rows), probs(rows * Vp);
+            m_ref.softmaxCrossEntropyForward(losses.data(), probs.data(), logits.data(),
+                                             targets.data(), B, T, V, Vp);
+            float* l = upload(garbage(rows));
+            float* p = upload(garbage(probs.size()));
+            int32_t* dt = upload(targets);
+            m_dev->softmaxCrossEntropyForward(l, p, upload(logits), dt, B, T, V, Vp);
+            COMPARE_CLOSE("losses", download(l, rows), losses, 1e-5f, 1e-5f);
+            COMPARE_CLOSE("probs", download(p, probs.size()), probs, 1e-7f, 1e-5f);
 
-        auto dlosses = randomVector(rows, 53), dlogits = randomVector(probs.size(), 54);
-        float* g = upload(dlogits);
-        m_ref.crossEntropySoftmaxBackward(dlogits.data(), dlosses.data(), probs.data(),
-                                          targets.data(), B, T, V);
-        m_dev->crossEntropySoftmaxBackward(g, upload(dlosses), p, dt, B, T, V);
-        COMPARE_CLOSE("dlogits", download(g, dlogits.size()), dlogits, 1e-6f, 1e-5f);
+            auto dlosses = randomVector(rows, 53), dlogits = randomVector(probs.size(), 54);
+            float* g = upload(dlogits);
+            m_ref.crossEntropySoftmaxBackward(dlogits.data(), dlosses.data(), probs.data(),
+                                              targets.data(), B, T, V, Vp);
+            m_dev->crossEntropySoftmaxBackward(g, upload(dlosses), p, dt, B, T, V, Vp);
+            COMPARE_CLOSE("dlogits", download(g, dlogits.size()), dlogits, 1e-6f, 1e-5f);
+        }
     }
 
     void sumSquaresAndAdamw() {

@@ -151,8 +151,11 @@ TrainingRun train(const char* backendName, int threads, const ModelConfig& confi
         qFatal("%s", s.error().message.c_str());
     const AdamWConfig adamw;
     for (int step = 0; step < steps; ++step) {
-        // A fixed token stream per step: the model can learn it, so losses move.
-        const auto inputs = randomTokens(size_t(B) * T, 1000 + step % 4, 16);
+        // A fixed token stream per step: the model can learn it, so losses move. Sixteen token
+        // values spread over the vocabulary, its last token included.
+        auto inputs = randomTokens(size_t(B) * T, 1000 + step % 4, 16);
+        for (int32_t& token : inputs)
+            token = token * (config.vocabSize - 1) / 15;
         auto targets = inputs;
         std::rotate(targets.begin(), targets.begin() + 1, targets.end());
         auto loss = backend.forward(inputs, targets, B, T);
@@ -323,27 +326,44 @@ class TestCpuOps : public QObject {
     }
 
     void softmaxCrossEntropy_data() { addShapeRows(); }
+    // Byte vocabulary, then odd ones whose logits rows are padded (300 -> 320, 50257 -> 50304).
     void softmaxCrossEntropy() {
         FETCH_SHAPE();
-        const size_t N = BT * kV;
-        Floats logits = randomFloats(N, 61, 8.0f);
-        logits[0] = 60.0f;  // a dominant logit: other probabilities underflow the exp clamp
-        const auto targets = randomTokens(BT, 62, kV);
-        Floats lossFast(BT), probsFast(N), lossRef(BT), probsRef(N);
-        fast.softmaxCrossEntropyForward(lossFast.data(), probsFast.data(), logits.data(),
-                                        targets.data(), B, T, kV);
-        ref.softmaxCrossEntropyForward(lossRef.data(), probsRef.data(), logits.data(),
-                                       targets.data(), B, T, kV);
-        CHECK_CLOSE(probsFast, probsRef, kForwardBound);
-        CHECK_CLOSE(lossFast, lossRef, kForwardBound);
+        for (const int V : {kV, 300, 50257}) {
+            const int Vp = ModelConfig{1, 1, 1, 1, V}.paddedVocab();
+            const size_t N = BT * Vp;
+            Floats logits = randomFloats(N, 61, 8.0f);
+            logits[0] = 60.0f;  // a dominant logit: other probabilities underflow the exp clamp
+            for (size_t row = 0; row < BT; ++row) {  // padded logits that would win if counted
+                for (int j = V; j < Vp; ++j)
+                    logits[row * Vp + j] = 1000.0f;
+            }
+            const auto targets = randomTokens(BT, 62, V);
+            Floats lossFast(BT), probsFast(N, 5.0f), lossRef(BT), probsRef(N, -5.0f);
+            fast.softmaxCrossEntropyForward(lossFast.data(), probsFast.data(), logits.data(),
+                                            targets.data(), B, T, V, Vp);
+            ref.softmaxCrossEntropyForward(lossRef.data(), probsRef.data(), logits.data(),
+                                           targets.data(), B, T, V, Vp);
+            CHECK_CLOSE(probsFast, probsRef, kForwardBound);
+            CHECK_CLOSE(lossFast, lossRef, kForwardBound);
+            for (size_t row = 0; row < BT; ++row) {
+                for (int j = V; j < Vp; ++j)
+                    QCOMPARE(probsFast[row * Vp + j], 0.0f);
+            }
 
-        const Floats dloss = randomFloats(BT, 63);
-        Floats dFast = randomFloats(N, 64), dRef = dFast;
-        fast.crossEntropySoftmaxBackward(dFast.data(), dloss.data(), probsRef.data(),
-                                         targets.data(), B, T, kV);
-        ref.crossEntropySoftmaxBackward(dRef.data(), dloss.data(), probsRef.data(), targets.data(),
-                                        B, T, kV);
-        CHECK_CLOSE(dFast, dRef, kBackwardBound);
+            const Floats dloss = randomFloats(BT, 63);
+            Floats dFast = randomFloats(N, 64), dRef = dFast;
+            const Floats before = dFast;
+            fast.crossEntropySoftmaxBackward(dFast.data(), dloss.data(), probsRef.data(),
+                                             targets.data(), B, T, V, Vp);
+            ref.crossEntropySoftmaxBackward(dRef.data(), dloss.data(), probsRef.data(),
+                                            targets.data(), B, T, V, Vp);
+            CHECK_CLOSE(dFast, dRef, kBackwardBound);
+            for (size_t row = 0; row < BT; ++row) {  // the padded columns get nothing
+                for (int j = V; j < Vp; ++j)
+                    QCOMPARE(dFast[row * Vp + j], before[row * Vp + j]);
+            }
+        }
     }
 
     void nanPropagates() {
@@ -354,7 +374,7 @@ class TestCpuOps : public QObject {
         const std::vector<int32_t> target{3};
         Floats loss(1), probs(V);
         fast.softmaxCrossEntropyForward(loss.data(), probs.data(), logits.data(), target.data(), B,
-                                        T, V);
+                                        T, V, V);
         QVERIFY(std::isnan(loss[0]));
         Floats x{std::numeric_limits<float>::quiet_NaN(), 1.0f}, y(2);
         fast.geluForward(y.data(), x.data(), 2);
@@ -443,6 +463,10 @@ class TestCpuOps : public QObject {
             << "L=1,NH=3,C=36,T=40" << 2 << 37 << 1;
         QTest::newRow("L=1 NH=3 C=36 T=40, 2 threads") << "L=1,NH=3,C=36,T=40" << 2 << 37 << 2;
         QTest::newRow("L=2 NH=1 C=20 T=1 B=1, 2 threads") << "L=2,NH=1,C=20,T=1" << 1 << 1 << 2;
+        QTest::newRow("V=300 (padded to 320), 2 threads")
+            << "L=1,NH=4,C=32,T=16,V=300" << 2 << 16 << 2;
+        QTest::newRow("V=50257 (GPT-2, padded to 50304), 2 threads")
+            << "L=1,NH=4,C=32,T=16,V=50257" << 1 << 16 << 2;
     }
     void trainingMatchesReference() {
         QFETCH(QString, config);
@@ -462,6 +486,13 @@ class TestCpuOps : public QObject {
         }
         QVERIFY2(ref.losses.back() < ref.losses.front() - 0.1f, "the model should learn");
         CHECK_CLOSE(fast.parameters, ref.parameters, 2e-5);
+        // The padded wte rows (wte comes first) are still exactly zero after every AdamW step.
+        const size_t firstPadded = size_t(c.vocabSize) * c.channels;
+        const size_t endPadded = size_t(c.paddedVocab()) * c.channels;
+        for (size_t i = firstPadded; i < endPadded; ++i) {
+            QCOMPARE(fast.parameters[i], 0.0f);
+            QCOMPARE(ref.parameters[i], 0.0f);
+        }
     }
 
     // Same seed, config and thread count: the same bits. The fast ops also split their work

@@ -51,9 +51,11 @@ class TestModel : public QObject {
         QTest::newRow("not a number") << "L=two,NH=4,C=128,T=64"
                                       << "whole number";
         QTest::newRow("unknown name") << "huge"
-                                      << "expected tiny, small, medium";
-        QTest::newRow("wrong vocab") << "L=2,NH=4,C=128,T=64,V=512"
-                                     << "expected 256";
+                                      << "expected one of tiny, small, medium, gpt2, gpt2-medium";
+        QTest::newRow("vocab of one") << "L=2,NH=4,C=128,T=64,V=1"
+                                      << "vocabulary size (V) is 1, expected 2 to 1048576";
+        QTest::newRow("vocab too large") << "L=2,NH=4,C=128,T=64,V=1048577"
+                                         << "vocabulary size (V) is 1048577";
     }
     void refusesNonsense() {
         QFETCH(QString, text);
@@ -65,7 +67,8 @@ class TestModel : public QObject {
     }
 
     void layoutCoversBufferExactly() {
-        for (const char* name : {"tiny", "small", "medium", "L=1,NH=1,C=3,T=1"}) {
+        for (const char* name :
+             {"tiny", "small", "medium", "L=1,NH=1,C=3,T=1", "L=1,NH=1,C=3,T=1,V=300", "gpt2"}) {
             const ModelConfig c = *ModelConfig::parse(name);
             const ParameterLayout layout(c);
             QCOMPARE(layout.parameterCount(), c.parameterCount());
@@ -90,6 +93,70 @@ class TestModel : public QObject {
         const int64_t C = 128;
         const int64_t expected = 256 * C + 64 * C + 2 * (12 * C * C + 13 * C) + 2 * C;
         QCOMPARE(ModelConfig::parse("tiny")->parameterCount(), expected);
+    }
+
+    // V rounded up to a multiple of 64, worked by hand.
+    void paddedVocab_data() {
+        QTest::addColumn<int>("V");
+        QTest::addColumn<int>("padded");
+        QTest::newRow("2") << 2 << 64;
+        QTest::newRow("64") << 64 << 64;
+        QTest::newRow("65") << 65 << 128;
+        QTest::newRow("bytes") << 256 << 256;
+        QTest::newRow("300") << 300 << 320;
+        QTest::newRow("GPT-2, as llm.c pads it") << 50257 << 50304;
+        QTest::newRow("largest") << 1048576 << 1048576;
+    }
+    void paddedVocab() {
+        QFETCH(int, V);
+        QFETCH(int, padded);
+        ModelConfig c = *ModelConfig::parse("L=1,NH=1,C=4,T=2");
+        c.vocabSize = V;
+        QVERIFY(c.validate().ok());
+        QCOMPARE(c.paddedVocab(), padded);
+        const ParameterLayout layout(c);
+        QCOMPARE(layout.find("wte")->shape, (std::vector<int>{padded, 4}));
+        QCOMPARE(layout.find("wpe")->offset, int64_t{padded} * 4);
+        QCOMPARE(c.parameterCount() - c.unpaddedParameterCount(), int64_t{padded - V} * 4);
+    }
+
+    // The GPT-2 family's published sizes (Hugging Face's model cards; llm.c prints the padded
+    // count, 124,475,904 for gpt2). Worked by hand: V*C + T*C + L*(12 C^2 + 13 C) + 2C at
+    // T=1024, with V = 50257 unpadded and 50304 padded; e.g. gpt2: 50257*768 = 38,597,376,
+    // 1024*768 = 786,432, 12*(12*589,824 + 9,984) = 85,054,464, 2*768 = 1,536.
+    void gpt2Presets_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("L");
+        QTest::addColumn<int>("NH");
+        QTest::addColumn<int>("C");
+        QTest::addColumn<qlonglong>("unpadded");
+        QTest::addColumn<qlonglong>("padded");
+        QTest::newRow("gpt2") << "gpt2" << 12 << 12 << 768 << 124'439'808LL << 124'475'904LL;
+        QTest::newRow("gpt2-medium")
+            << "gpt2-medium" << 24 << 16 << 1024 << 354'823'168LL << 354'871'296LL;
+        QTest::newRow("gpt2-large")
+            << "gpt2-large" << 36 << 20 << 1280 << 774'030'080LL << 774'090'240LL;
+        QTest::newRow("gpt2-xl") << "gpt2-xl" << 48 << 25 << 1600 << 1'557'611'200LL
+                                 << 1'557'686'400LL;
+    }
+    void gpt2Presets() {
+        QFETCH(QString, name);
+        QFETCH(int, L);
+        QFETCH(int, NH);
+        QFETCH(int, C);
+        QFETCH(qlonglong, unpadded);
+        QFETCH(qlonglong, padded);
+        auto c = ModelConfig::parse(name.toStdString());
+        QVERIFY2(c.ok(), c.ok() ? "" : c.error().message.c_str());
+        QCOMPARE(c->layers, L);
+        QCOMPARE(c->heads, NH);
+        QCOMPARE(c->channels, C);
+        QCOMPARE(c->maxSeqLen, 1024);
+        QCOMPARE(c->vocabSize, 50257);
+        QCOMPARE(c->paddedVocab(), 50304);
+        QCOMPARE(c->unpaddedParameterCount(), int64_t{unpadded});
+        QCOMPARE(c->parameterCount(), int64_t{padded});
+        QCOMPARE(ParameterLayout(*c).parameterCount(), int64_t{padded});
     }
 
     void blockOffsetsMatchTable() {
@@ -129,6 +196,21 @@ class TestModel : public QObject {
         QCOMPARE(a[layout.find("blocks.2.ln1.weight")->offset], 1.0f);
         QCOMPARE(a[layout.find("blocks.2.ln1.bias")->offset], 0.0f);
         QCOMPARE(a[layout.find("blocks.2.attn.qkv.bias")->offset + 5], 0.0f);
+    }
+
+    // The padded wte rows start at exactly zero; the real rows are drawn as usual.
+    void initialisationZeroesPaddedRows() {
+        const ModelConfig c = *ModelConfig::parse("L=1,NH=2,C=16,T=8,V=300");
+        const ParameterLayout layout(c);
+        std::vector<float> p(layout.parameterCount(), 7.0f);
+        initParameters(layout, p, 5);
+        const int64_t C = c.channels;
+        for (int64_t i = 300 * C; i < 320 * C; ++i)
+            QCOMPARE(p[i], 0.0f);
+        int nonZero = 0;
+        for (int64_t i = 299 * C; i < 300 * C; ++i)  // the last real row
+            nonZero += p[i] != 0.0f;
+        QCOMPARE(nonZero, int(C));
     }
 };
 

@@ -297,23 +297,23 @@ class TestReferenceOps : public QObject {
     }
 
     void softmaxCrossEntropyGradient_data() { addShapes(); }
-    void softmaxCrossEntropyGradient() {
+    void softmaxCrossEntropyGradient() {  // padded logits (Vp > V) must not count at all
         FETCH_SHAPE;
-        for (int V : {2, 11, 256}) {
+        for (const auto& [V, Vp] : {std::pair{2, 2}, {11, 11}, {256, 256}, {11, 64}, {300, 320}}) {
             const size_t n = size_t(B) * T;
             const auto targets = randomTokens(rng, n, V);
-            Vec logits = randomVec(rng, n * V, 2.0), dlogits(logits.size());
-            Vec losses(n), probs(n * V);
+            Vec logits = randomVec(rng, n * Vp, 2.0), dlogits(logits.size());
+            Vec losses(n), probs(n * Vp);
             GradientCheck check;
             check.inputs = {{"logits", &logits, &dlogits}};
             check.forward = [&]() -> const Vec& {
                 ref::softmaxCrossEntropyForward(losses.data(), probs.data(), logits.data(),
-                                                targets.data(), B, T, V);
+                                                targets.data(), B, T, V, Vp);
                 return losses;
             };
             check.backward = [&](const Vec& dlosses) {
                 ref::crossEntropySoftmaxBackward(dlogits.data(), dlosses.data(), probs.data(),
-                                                 targets.data(), B, T, V);
+                                                 targets.data(), B, T, V, Vp);
             };
             const QString error = check.run(rng);
             QVERIFY2(error.isEmpty(), qPrintable(QString("V %1: %2").arg(V).arg(error)));
@@ -404,10 +404,10 @@ class TestReferenceOps : public QObject {
         Vec logits = randomVec(rng, size_t(B) * T * V), probs(logits.size()), losses(size_t(B) * T);
         Vec dlogits(logits.size()), dlosses = randomVec(rng, size_t(B) * T);
         ref::softmaxCrossEntropyForward(losses.data(), probs.data(), logits.data(), targets.data(),
-                                        B, T, V);
+                                        B, T, V, V);
         expectAdds("cross-entropy", {&dlogits}, [&] {
             ref::crossEntropySoftmaxBackward(dlogits.data(), dlosses.data(), probs.data(),
-                                             targets.data(), B, T, V);
+                                             targets.data(), B, T, V, V);
         });
     }
 
@@ -480,7 +480,7 @@ class TestReferenceOps : public QObject {
         const double logits[] = {0, 0, 0, 1, 2, 3, 1000, 0, 0};
         const int32_t targets[] = {1, 2, 1};
         double losses[3], probs[9];
-        ref::softmaxCrossEntropyForward(losses, probs, logits, targets, 1, 3, 3);
+        ref::softmaxCrossEntropyForward(losses, probs, logits, targets, 1, 3, 3, 3);
         QVERIFY(closeTo(losses[0], 1.0986122886681098, 1e-14));
         for (int j = 0; j < 3; ++j)
             QVERIFY(closeTo(probs[j], 1.0 / 3.0, 1e-15));
@@ -494,7 +494,7 @@ class TestReferenceOps : public QObject {
 
         // Backward with dloss = 1/3 each (the mean): dlogits = (probs - onehot) / 3.
         double dlogits[9] = {}, dlosses[] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
-        ref::crossEntropySoftmaxBackward(dlogits, dlosses, probs, targets, 1, 3, 3);
+        ref::crossEntropySoftmaxBackward(dlogits, dlosses, probs, targets, 1, 3, 3, 3);
         QVERIFY(closeTo(dlogits[0], 1.0 / 9, 1e-15));
         QVERIFY(closeTo(dlogits[1], -2.0 / 9, 1e-15));
         QVERIFY(closeTo(dlogits[5], (0.6652409557748219 - 1) / 3, 1e-14));

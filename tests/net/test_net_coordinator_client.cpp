@@ -150,6 +150,34 @@ class TestNetCoordinatorClient : public QObject {
         QVERIFY(!r.error().transient());
     }
 
+    // GET /v1/work and DELETE /v1/work/{id} through the worker's client: the unit of a request
+    // id is listed with it, released once; a second release is a parsed 409, not retried.
+    void listAndReleaseWork() {
+        auto c = client(config(m_port));
+        auto key = SigningKey::generate().value();
+        QVERIFY(c->registerClient({"worker-list", key.publicKey(), "test"}).ok());
+        const WorkRequest req{"cpu", 1 << 30, 0, 1 << 30};
+        const std::string requestId = newRequestId();
+        auto offer = c->requestWork(req, requestId);
+        QVERIFY2(offer.ok(), offer.ok() ? "" : offer.error().message.c_str());
+        QVERIFY(offer->manifest);
+        auto again = c->requestWork(req, requestId);
+        QVERIFY(again.ok() && again->manifest);
+        QCOMPARE(again->manifest->workUnitId, offer->manifest->workUnitId);
+        auto held = c->listWork();
+        QVERIFY2(held.ok(), held.ok() ? "" : held.error().message.c_str());
+        QCOMPARE(held->units.size(), size_t{1});
+        QCOMPARE(held->units[0].workUnitId, offer->manifest->workUnitId);
+        QCOMPARE(held->units[0].requestId, requestId);
+        QVERIFY(c->releaseWork(offer->manifest->workUnitId).ok());
+        auto twice = c->releaseWork(offer->manifest->workUnitId);
+        QVERIFY(!twice);
+        QCOMPARE(twice.error().httpStatus, 409L);
+        QCOMPARE(twice.error().apiCode, std::string("not_assigned"));
+        QCOMPARE(twice.error().attempts, 1);
+        QVERIFY(c->listWork()->units.empty());
+    }
+
     void wholeWorkUnitThroughFaults() {
         FaultProxy proxy("127.0.0.1", m_port, 21);
         QVERIFY(proxy.start().ok());

@@ -186,20 +186,29 @@ class TestNetProtocol : public QObject {
         RunStatus s;
         s.runId = 1;
         s.round = 2;
-        s.model = *ModelConfig::parse("tiny");
+        s.model = *ModelConfig::parse("L=1,NH=2,C=8,T=4,V=300");  // an odd vocabulary
         s.activeWorkers = 3;
         s.totalTokens = 1 << 20;
         s.workUnitSeconds = 30;
+        s.batch = 8;
+        s.seqLen = 4;
         s.history = {{0, 5.5, 2, 1000}, {1, std::nullopt, 1, 500}};
         auto back = RunStatus::fromJson(s.toJson());
         QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
         QCOMPARE(back->workUnitSeconds, 30);
+        QCOMPARE(back->model, s.model);
+        QCOMPARE(back->batch, 8);
+        QCOMPARE(back->seqLen, 4);
         // From a coordinator that does not say: 0.
         std::string older = s.toJson();
         older.erase(older.find(",\"work_unit_seconds\":30"), 23);
+        older.erase(older.find("\"batch\":8,"), 10);
+        older.erase(older.find(",\"seq_len\":4"), 12);
         auto olderBack = RunStatus::fromJson(older);
         QVERIFY2(olderBack.ok(), olderBack.ok() ? "" : olderBack.error().message.c_str());
         QCOMPARE(olderBack->workUnitSeconds, 0);
+        QCOMPARE(olderBack->batch, 0);
+        QCOMPARE(olderBack->seqLen, 0);
         QCOMPARE(back->history.size(), size_t(2));
         QVERIFY(back->history[0] == s.history[0]);
         QVERIFY(!back->history[1].valLoss.has_value());

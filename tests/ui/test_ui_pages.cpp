@@ -144,6 +144,10 @@ class TestUiPages : public QObject {
                  qPrintable(html));
         QCOMPARE(html.count(QChar(0x200B)), 2);  // 100 x's: after the 40th and the 80th
         QCOMPARE(page.sampleLabel()->sizePolicy().horizontalPolicy(), QSizePolicy::Ignored);
+        const QString summary = page.findChild<QLabel*>(QStringLiteral("summary"))->text();
+        QVERIFY2(summary.endsWith(QStringLiteral(
+                     "Latest export of the model: /srv/exports/run1-v7 (safetensors, version 7).")),
+                 qPrintable(summary));
         // At most once a minute unless asked.
         const int calls = m_services.statusCalls;
         page.refresh();

@@ -105,6 +105,10 @@ class TestUiWizard : public QObject {
         QVERIFY2(costs.contains(QStringLiteral(
                      "about 48 units a day: <b>204 MB down</b> and <b>96 MB up</b>")),
                  qPrintable(costs));
+        // The status's memory estimate (worked out by the app, given here).
+        QVERIFY2(costs.contains(QStringLiteral("about <b>3.0 GB</b> of memory on a CPU, or 2.0 GB "
+                                               "of GPU memory and 1.0 GB of RAM on a GPU")),
+                 qPrintable(costs));
         wizard.hoursPerDay()->setValue(24);
         QVERIFY2(wizard.costText().contains(QStringLiteral("<b>613 MB down</b>")),
                  qPrintable(wizard.costText()));

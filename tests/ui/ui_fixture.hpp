@@ -70,9 +70,15 @@ class FakeServices final : public ui::Services {
         r.round = 9;
         r.model = QStringLiteral("L=2 NH=4 C=128 T=64 V=256");
         r.parameterCount = 1'000'000;
+        r.unitMemoryCpuBytes = 3'000'000'000;
+        r.unitMemoryGpuBytes = 2'000'000'000;
+        r.unitMemoryHostBytes = 1'000'000'000;
         r.activeWorkers = 3;
         r.totalTokens = 123456;
         r.workUnitSeconds = workUnitSeconds;
+        r.latestExportPath = QStringLiteral("/srv/exports/run1-v7");
+        r.latestExportFormat = QStringLiteral("safetensors");
+        r.latestExportVersion = 7;
         for (int i = 1; i <= 8; ++i)
             r.history.push_back({i, 5.0 - 0.25 * i, 2, 1000});
         r.history.push_back({9, std::nullopt, 0, 0});  // not evaluated yet

@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+42"/>
+        <location filename="../../app/desktop_services.cpp" line="+43"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -675,7 +675,12 @@ Latenz: %3 ms</translation>
         <translation>Der Lauf trainiert ein Modell mit %1 Parametern (%2). Jede Arbeitseinheit lädt %3 herunter und %4 hoch.</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
+        <source>Training a unit needs about &lt;b&gt;%1&lt;/b&gt; of memory on a CPU, or %2 of GPU memory and %3 of RAM on a GPU; a device with less is not given work.</source>
+        <translation>Das Training einer Einheit braucht etwa &lt;b&gt;%1&lt;/b&gt; Speicher auf einer CPU, oder %2 GPU-Speicher und %3 Arbeitsspeicher auf einer GPU; ein Gerät mit weniger bekommt keine Arbeit.</translation>
+    </message>
+    <message>
+        <location line="+7"/>
         <source>At your measured speed a work unit takes about &lt;b&gt;%1&lt;/b&gt;: %2 to download, about %3 of training (the coordinator sizes units to your device) and %4 to upload while the next one trains.</source>
         <translation>Bei Ihrer gemessenen Geschwindigkeit dauert eine Arbeitseinheit etwa &lt;b&gt;%1&lt;/b&gt;: %2 Download, etwa %3 Training (der Koordinator bemisst die Einheiten nach Ihrem Gerät) und %4 Upload, während die nächste trainiert.</translation>
     </message>
@@ -1394,7 +1399,12 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Lauf %1, Runde %2 offen. Aktive Teilnehmer: %3. Insgesamt trainierte Tokens: %4. Modell: %5.</translation>
     </message>
     <message>
-        <location line="+33"/>
+        <location line="+7"/>
+        <source>Latest export of the model: %1 (%2, version %3).</source>
+        <translation>Letzter Export des Modells: %1 (%2, Version %3).</translation>
+    </message>
+    <message>
+        <location line="+31"/>
         <source>The run has no evaluated round yet (round %1 is open). The loss curve appears once the coordinator has closed and evaluated the first round.</source>
         <translation>Der Lauf hat noch keine ausgewertete Runde (Runde %1 ist offen). Die Loss-Kurve erscheint, sobald der Koordinator die erste Runde abgeschlossen und ausgewertet hat.</translation>
     </message>

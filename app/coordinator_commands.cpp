@@ -1,0 +1,123 @@
+#include "coordinator_commands.hpp"
+
+#include "command_line.hpp"
+#include "run_export.hpp"
+
+#include <cstdio>
+#include <ctime>
+
+namespace tandem::app {
+
+namespace {
+
+std::string timeText(int64_t unix) {
+    const std::time_t t = static_cast<std::time_t>(unix);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return text;
+}
+
+int fail(const std::string& message) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", message.c_str());
+    return 1;
+}
+
+int runExport(const CoordinatorCommands& c, const std::filesystem::path& stateDir) {
+    auto format = parseModelFormat(c.format);
+    if (!format)
+        return usageError("tandem-coordinator", "--format: " + format.error().message);
+    coord::ExportRequest r;
+    r.stateDir = stateDir;
+    if (c.runId == 0) {
+        auto run = coord::readStoredRun(stateDir);
+        if (!run)
+            return fail(run.error().message);
+        r.runId = run->id;
+    } else {
+        r.runId = c.runId;
+    }
+    r.version = c.version;
+    r.format = *format;
+    r.out = c.out;
+    if (!c.tokenizer.empty())
+        r.tokenizer = c.tokenizer;
+    auto record = coord::exportRun(r);
+    if (!record)
+        return fail(record.error().message);
+    std::printf("exported version %lld of run %lld as %s to %s\n",
+                static_cast<long long>(record->version), static_cast<long long>(record->runId),
+                record->format.c_str(), record->path.c_str());
+    return 0;
+}
+
+int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDir) {
+    auto run = coord::readStoredRun(stateDir,
+                                    c.runId == 0 ? std::nullopt : std::optional<int64_t>(c.runId));
+    if (!run)
+        return fail(run.error().message);
+    std::printf("run %lld in %s\nmodel %s (%lld parameters)\nround %lld open\n",
+                static_cast<long long>(run->id), stateDir.c_str(),
+                run->settings.model.describe().c_str(),
+                static_cast<long long>(run->settings.model.parameterCount()),
+                static_cast<long long>(run->version));
+    std::string kept;
+    for (int64_t v : run->keptVersions)
+        kept += (kept.empty() ? "" : ", ") + std::to_string(v);
+    std::printf("weights versions kept: %s\n", kept.empty() ? "none" : kept.c_str());
+    auto e = coord::readLatestExport(stateDir);
+    if (e && e->runId == run->id)
+        std::printf("latest export: %s (%s, version %lld, %s)\n", e->path.c_str(),
+                    e->format.c_str(), static_cast<long long>(e->version),
+                    timeText(e->exportedUnix).c_str());
+    else
+        std::printf("latest export: none\n");
+    return 0;
+}
+
+}  // namespace
+
+void addCoordinatorCommands(CLI::App& cli, CoordinatorCommands& c) {
+    auto runOption = [&c](CLI::App* sub) {
+        addInteger(*sub, "--run", c.runId, 1, (1LL << 53) - 1, "R",
+                   "the run (default: the state directory's run)");
+    };
+    c.exportCommand =
+        cli.add_subcommand("export",
+                           "write a version of the run's weights for other tools and exit:\n"
+                           "safetensors (Hugging Face GPT-2: model.safetensors + config.json) or\n"
+                           "llmc (llm.c's model.bin), in the folder --out");
+    c.exportCommand->fallthrough();  // --state-dir may follow the subcommand
+    runOption(c.exportCommand);
+    c.exportCommand
+        ->add_option_function<long long>(
+            "--version", [&c](long long v) { c.version = v; },
+            "the weights version (default: the newest)")
+        ->type_name("N")
+        ->check(CLI::Range(0LL, (1LL << 53) - 1));
+    c.exportCommand->add_option("--format", c.format, "safetensors or llmc")
+        ->type_name("FORMAT")
+        ->required();
+    c.exportCommand->add_option("--out", c.out, "the folder to create (it must not exist yet)")
+        ->type_name("PATH")
+        ->required();
+    c.exportCommand
+        ->add_option("--tokenizer", c.tokenizer, "a tokenizer file to copy beside the weights")
+        ->type_name("FILE");
+    c.statusCommand = cli.add_subcommand(
+        "status", "print the state directory's run and where its latest export is, and exit");
+    c.statusCommand->fallthrough();
+    runOption(c.statusCommand);
+}
+
+std::optional<int> runCoordinatorCommand(const CoordinatorCommands& c,
+                                         const std::filesystem::path& stateDir) {
+    if (c.exportCommand && c.exportCommand->parsed())
+        return runExport(c, stateDir);
+    if (c.statusCommand && c.statusCommand->parsed())
+        return runStatus(c, stateDir);
+    return std::nullopt;
+}
+
+}  // namespace tandem::app
