@@ -95,10 +95,9 @@ Status ModelConfig::validate() const {
         return s;
     if (auto s = range("sequence length (T)", maxSeqLen, 1, kMaxSeqLen); !s)
         return s;
-    if (vocabSize != 256) {
-        return makeError("model config: vocabulary size is " + std::to_string(vocabSize) +
-                         ", expected 256 (byte-level)");
-    }
+    // Any vocabulary: 256 for byte-level runs, a tokenizer's or a token corpus's otherwise.
+    if (auto s = range("vocabulary size (V)", vocabSize, 2, 1 << 20); !s)
+        return s;
     if (channels % heads != 0) {
         return makeError("model config: channels (C=" + std::to_string(channels) +
                          ") must be divisible by heads (NH=" + std::to_string(heads) + ")");

@@ -45,9 +45,9 @@ class CoordinatorClient {
     // with the server's Retry-After. Not retried (each answer may hand out a work unit).
     HttpResult<WorkOffer> requestWork(const WorkRequest& request);
 
-    // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (bytes
-    // [dataOffset, dataOffset + dataLength) of the shard), resumable, checked by SHA-256 before
-    // `destination` appears.
+    // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (only the bytes
+    // of its tokens, Manifest::dataByteOffset/dataByteLength, by HTTP Range: never the whole
+    // shard), resumable, checked by SHA-256 before `destination` appears.
     HttpResult<DownloadResult> downloadWeights(const Manifest& manifest,
                                                const std::filesystem::path& destination,
                                                const ProgressCallback& progress = {});

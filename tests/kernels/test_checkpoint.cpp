@@ -171,7 +171,7 @@ class TestCheckpoint : public QObject {
         QTest::newRow("C not divisible by NH") << 1 << 4 << "divisible by heads";
         QTest::newRow("negative C") << 2 << -6 << "channels (C) is -6";
         QTest::newRow("absurd T") << 3 << (1 << 30) << "sequence length (T) is 1073741824";
-        QTest::newRow("vocabulary") << 4 << 512 << "vocabulary size is 512";
+        QTest::newRow("vocabulary") << 4 << 1 << "vocabulary size (V) is 1";
     }
     void refusesNonsenseConfig() {
         QFETCH(int, field);
