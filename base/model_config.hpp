@@ -2,8 +2,7 @@
 // parsed from a name ("tiny") or numbers and validated. The wire protocol, the coordinator and the
 // kernels share it; the parameter layout that follows from it lives in kernels/model.hpp.
 //
-// Dimensions: L layers, NH heads, C channels, T sequence length (maxSeqLen), V vocabulary (256 for
-// byte-level runs; a tokenizer's or token corpus's otherwise).
+// Dimensions: L layers, NH heads, C channels, T sequence length (maxSeqLen), V vocabulary (256).
 #pragma once
 
 #include "expected.hpp"
