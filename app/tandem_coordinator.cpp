@@ -24,7 +24,7 @@ const char* kUsage =
     "       tandem-coordinator tokenizer train --vocab-size N --out MODEL PATH...\n";
 
 const char* kDescription =
-    "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/protocol.md).";
+    "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v2, docs/protocol.md).";
 
 std::mutex g_logMutex;
 
@@ -80,7 +80,7 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    throw app::badValue(m.error().message);
                cfg.model = v;
            },
-           "tiny, small, medium or L=..,NH=..,C=..,T=.. (default tiny)")
+           "tiny, small, medium or L=..,NH=..,C=..,T=..[,V=..] (default tiny)")
         ->type_name("NAME");
     app::addInteger(cli, "--inner-steps", cfg.innerSteps, 1, 1000000, "H",
                     "inner steps per work unit for a fast worker (default 50)");

@@ -113,8 +113,8 @@ Status Coordinator::Impl::createRun() {
     }
     NewRun fresh = std::move(*pendingRun);
     pendingRun.reset();
-    const RunSettings* settings = &fresh.settings;
-    const ModelConfig m = settings->model;
+    const RunSettings& settings = fresh.settings;
+    const ModelConfig m = settings.model;
     auto written = writeRunData(dirs, fresh.data);
     if (!written)
         return written.error();
@@ -146,7 +146,7 @@ Status Coordinator::Impl::createRun() {
     auto published = dirs.publish(0, m, init, zeros);
     if (!published)
         return undo(published.error());
-    auto id = insertRun(*settings, trainCount, trainSha, written->rows);
+    auto id = insertRun(settings, trainCount, trainSha, written->rows);
     if (!id)
         return undo(id.error());
     log("created run " + std::to_string(*id) + ": model " + m.describe() + ", " +

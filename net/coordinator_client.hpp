@@ -1,4 +1,4 @@
-// Typed calls for every endpoint of protocol v1 (docs/protocol.md) over the HTTPS client. Answers
+// Typed calls for every endpoint of protocol v2 (docs/protocol.md) over the HTTPS client. Answers
 // come back as the net/protocol.hpp types; manifests and receipts are checked against the pinned
 // coordinator key before they are returned.
 #pragma once
