@@ -27,7 +27,12 @@ namespace tandem::coord {
 
 struct CoordinatorConfig {
     std::filesystem::path stateDir;
+    // A new run's data (run_data.hpp): text files or directories as bytes, or, with a
+    // tokenizer (a SentencePiece model), tokenized once into token shards; or llm.c token
+    // shards (files or directories of *.bin) instead of corpus.
     std::vector<std::filesystem::path> corpus;  // needed when the state dir holds no run yet
+    std::filesystem::path tokenizer;
+    std::vector<std::filesystem::path> shards;
     std::string model = "tiny";
     // Starting weights of a new run (safetensors or llm.c; kernels/model_files.hpp) instead
     // of a random initialisation; empty: random from `seed`.
@@ -159,6 +164,10 @@ class Coordinator {
     void waitForValidation();
 
     int64_t runId() const;
+    // The run's SentencePiece model (<state-dir>/data/tokenizer.model) for a run created with
+    // a tokenizer; none for byte-level runs and llm.c shards (their ids mean what the operator's
+    // tokenizer says). Samples and exports decode with it.
+    std::optional<std::filesystem::path> tokenizerPath() const;
     int64_t currentVersion();
     const ModelConfig& model() const;
     int64_t parameterCount() const;

@@ -27,6 +27,8 @@ class StateDir {
     std::filesystem::path keyFile() const { return m_root / "coordinator_key.pem"; }
     std::filesystem::path trainShard() const { return m_root / "data" / "shard-0.bin"; }
     std::filesystem::path validationText() const { return m_root / "data" / "validation.bin"; }
+    // The SentencePiece model of a run created with --tokenizer (a copy of the operator's).
+    std::filesystem::path tokenizerModel() const { return m_root / "data" / "tokenizer.model"; }
     std::filesystem::path uploads() const { return m_root / "uploads"; }
     std::filesystem::path weights(int64_t version) const;
     std::filesystem::path momentum(int64_t version) const;
