@@ -2,6 +2,7 @@
 
 #include "command_line.hpp"
 #include "run_export.hpp"
+#include "samples.hpp"
 
 #include <cstdio>
 #include <ctime>
@@ -76,6 +77,33 @@ int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDi
     return 0;
 }
 
+int runSample(const CoordinatorCommands& c, const std::filesystem::path& stateDir) {
+    auto run = coord::readStoredRun(stateDir,
+                                    c.runId == 0 ? std::nullopt : std::optional<int64_t>(c.runId));
+    if (!run)
+        return fail(run.error().message);
+    const int64_t version = c.version.value_or(run->version);
+    auto weights = coord::readRunWeights(stateDir, *run, version);
+    if (!weights)
+        return fail(weights.error().message);
+    auto tokenizer = coord::runTokenizer(stateDir, run->settings);
+    if (!tokenizer)
+        return fail(tokenizer.error().message);
+    coord::SampleConfig config;
+    config.prompts = {c.prompt};
+    config.tokens = c.sampleTokens;
+    config.seed = static_cast<uint64_t>(c.seed);
+    auto samples =
+        coord::writeSamples(run->settings.model, *weights, **tokenizer, config, version, 2);
+    if (!samples)
+        return fail(samples.error().message);
+    std::printf("%s%s\n", c.prompt.c_str(), samples->front().text.c_str());
+    std::fprintf(stderr, "version %lld of run %lld, %d tokens in %.1f s\n",
+                 static_cast<long long>(version), static_cast<long long>(run->id), c.sampleTokens,
+                 samples->front().seconds);
+    return 0;
+}
+
 }  // namespace
 
 void addCoordinatorCommands(CLI::App& cli, CoordinatorCommands& c) {
@@ -109,6 +137,23 @@ void addCoordinatorCommands(CLI::App& cli, CoordinatorCommands& c) {
         "status", "print the state directory's run and where its latest export is, and exit");
     c.statusCommand->fallthrough();
     runOption(c.statusCommand);
+    c.sampleCommand = cli.add_subcommand(
+        "sample", "print what a version of the model writes after --prompt, and exit");
+    c.sampleCommand->fallthrough();
+    runOption(c.sampleCommand);
+    c.sampleCommand->add_option("--prompt", c.prompt, "the text the model continues")
+        ->type_name("TEXT")
+        ->required();
+    c.sampleCommand
+        ->add_option_function<long long>(
+            "--version", [&c](long long v) { c.version = v; },
+            "the weights version (default: the newest)")
+        ->type_name("N")
+        ->check(CLI::Range(0LL, (1LL << 53) - 1));
+    addInteger(*c.sampleCommand, "--tokens", c.sampleTokens, 1, 4096, "N",
+               "tokens to write (default 64)");
+    addInteger(*c.sampleCommand, "--seed", c.seed, 0, (1LL << 53) - 1, "N",
+               "seed of the top-40 draws (default 1)");
 }
 
 std::optional<int> runCoordinatorCommand(const CoordinatorCommands& c,
@@ -117,6 +162,8 @@ std::optional<int> runCoordinatorCommand(const CoordinatorCommands& c,
         return runExport(c, stateDir);
     if (c.statusCommand && c.statusCommand->parsed())
         return runStatus(c, stateDir);
+    if (c.sampleCommand && c.sampleCommand->parsed())
+        return runSample(c, stateDir);
     return std::nullopt;
 }
 

@@ -2,6 +2,7 @@
 #include "command_line.hpp"
 #include "coordinator.hpp"
 #include "coordinator_commands.hpp"
+#include "coordinator_tokenizer_command.hpp"
 #include "log_stamp.hpp"
 #include "server.hpp"
 #include "tandem_version.hpp"
@@ -23,10 +24,12 @@ const char* kUsage =
     "Usage: tandem-coordinator [options]\n"
     "       tandem-coordinator export --format safetensors|llmc --out PATH [--run R] "
     "[--version N]\n"
-    "       tandem-coordinator status [--run R]\n";
+    "       tandem-coordinator status [--run R]\n"
+    "       tandem-coordinator sample --prompt TEXT [--version N] [--tokens N] [--run R]\n"
+    "       tandem-coordinator tokenizer train --vocab-size N --out MODEL PATH...\n";
 
 const char* kDescription =
-    "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v1, docs/protocol.md).";
+    "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v2, docs/protocol.md).";
 
 std::mutex g_logMutex;
 
@@ -53,7 +56,8 @@ void parseListen(const std::string& text, ServerConfig& server) {
 
 // The command line into `cfg` and `server`; a value means "exit with it now".
 std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, CoordinatorConfig& cfg,
-                                ServerConfig& server, app::CoordinatorCommands& commands) {
+                                ServerConfig& server, app::CoordinatorCommands& commands,
+                                app::TokenizerCommand& tokenizer) {
     app::setUpCommandLine(cli, kUsage, {}, TANDEM_VERSION);
     cli.add_option_function<std::string>(
            "--listen", [&server](const std::string& v) { parseListen(v, server); },
@@ -64,6 +68,15 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
         ->type_name("DIR");
     cli.add_option("--corpus", cfg.corpus,
                    "text files or directories (needed when the state dir has no run yet)")
+        ->type_name("PATH")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cli.add_option("--tokenizer", cfg.tokenizer,
+                   "a SentencePiece model ('tokenizer train'): a new run's --corpus is\n"
+                   "tokenized with it once, and V is the tokenizer's")
+        ->type_name("MODEL");
+    cli.add_option("--shards", cfg.shards,
+                   "llm.c token shards (uint16), files or directories of *.bin, instead of\n"
+                   "--corpus; names with _val_ are the validation split; V from --model")
         ->type_name("PATH")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     cli.add_option_function<std::string>(
@@ -170,6 +183,7 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->allow_extra_args(false);
     app::addCoordinatorCommands(cli, commands);
+    app::addTokenizerCommand(cli, tokenizer);
     return app::parseCommandLine(cli, argc, argv);
 }
 
@@ -188,10 +202,13 @@ int main(int argc, char** argv) {
     ServerConfig server;
     CLI::App cli(kDescription, "tandem-coordinator");
     app::CoordinatorCommands commands;
-    if (auto exitCode = parseOptions(cli, argc, argv, cfg, server, commands))
+    app::TokenizerCommand tokenizer;
+    if (auto exitCode = parseOptions(cli, argc, argv, cfg, server, commands, tokenizer))
         return *exitCode;
     if (auto exitCode = app::runCoordinatorCommand(commands, cfg.stateDir))
         return *exitCode;
+    if (*tokenizer.train)
+        return app::runTokenizerTrain(tokenizer.spec);
     if (cfg.lrDecaySteps > 0 && cfg.lrDecaySteps <= cfg.lrWarmupSteps)
         return app::usageError("tandem-coordinator",
                                "--lr-decay-steps (" + std::to_string(cfg.lrDecaySteps) +

@@ -17,6 +17,18 @@ namespace tandem::coord {
 Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, Logger log) {
     if (!log)
         log = [](const std::string&) {};
+    // A new state directory: the run's corpus is checked before anything is made, so that a
+    // refused corpus leaves nothing behind.
+    std::optional<NewRun> pending;
+    {
+        std::error_code ec;
+        if (!fs::exists(cfg.stateDir / "coordinator.db", ec)) {
+            auto prepared = prepareNewRun(cfg);
+            if (!prepared)
+                return prepared.error();
+            pending = std::move(*prepared);
+        }
+    }
     // One coordinator per state directory.
     auto dirs = StateDir::open(cfg.stateDir);
     if (!dirs)
@@ -34,6 +46,7 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
 
     auto impl = std::make_unique<Impl>(std::move(cfg), std::move(log), std::move(*dirs),
                                        std::move(*db), std::move(*key));
+    impl->pendingRun = std::move(pending);
     if (auto st = impl->restore(); !st)
         return st.error();
     auto* raw = impl.get();
@@ -210,11 +223,17 @@ Outcome<ServedFile> Coordinator::dataShard(int64_t runId, int64_t shard) {
     Impl& c = *m_impl;
     if (runId != c.runId)
         return refuse(404, "unknown_run", "run " + std::to_string(runId) + " does not exist");
-    if (shard != 0)
-        return refuse(
-            404, "unknown_shard",
-            "data shard " + std::to_string(shard) + " does not exist; the run has shard 0");
-    return c.shard0;
+    const auto train = c.data.train();
+    if (shard < 0 || shard >= static_cast<int64_t>(train.size()))
+        return refuse(404, "unknown_shard",
+                      "data shard " + std::to_string(shard) +
+                          " does not exist; the run has shards 0 to " +
+                          std::to_string(train.size() - 1));
+    return train[static_cast<size_t>(shard)].file;
+}
+
+std::optional<fs::path> Coordinator::tokenizerPath() const {
+    return runTokenizerFile(m_impl->dirs.root(), m_impl->run);
 }
 
 int64_t Coordinator::runId() const {

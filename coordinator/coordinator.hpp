@@ -28,7 +28,12 @@ namespace tandem::coord {
 
 struct CoordinatorConfig {
     std::filesystem::path stateDir;
+    // A new run's data (run_data.hpp): text files or directories as bytes, or, with a
+    // tokenizer (a SentencePiece model), tokenized once into token shards; or llm.c token
+    // shards (files or directories of *.bin) instead of corpus.
     std::vector<std::filesystem::path> corpus;  // needed when the state dir holds no run yet
+    std::filesystem::path tokenizer;
+    std::vector<std::filesystem::path> shards;
     std::string model = "tiny";
     // Starting weights of a new run (safetensors or llm.c; kernels/model_files.hpp) instead
     // of a random initialisation; empty: random from `seed`.
@@ -163,6 +168,10 @@ class Coordinator {
     void waitForValidation();
 
     int64_t runId() const;
+    // The run's tokenizer file (<state-dir>/data/tokenizer.model: a SentencePiece model, or
+    // llm.c's GPT-2 tokenizer file) for a run created with --tokenizer; none for byte-level
+    // runs and llm.c shards given without one. Samples decode with it; exports copy it.
+    std::optional<std::filesystem::path> tokenizerPath() const;
     int64_t currentVersion();
     const ModelConfig& model() const;
     int64_t parameterCount() const;

@@ -10,6 +10,7 @@
 #include "client_registry.hpp"
 #include "messages.hpp"
 #include "result_format.hpp"
+#include "run_data.hpp"
 #include "run_setup.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
@@ -25,6 +26,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -53,10 +55,9 @@ struct Coordinator::Impl {
     int64_t runId = 0;
     RunSettings run;
     int64_t P = 0;
-    std::vector<uint8_t> train;       // shard 0
-    std::vector<uint8_t> validation;  // held-out tail of the corpus
-    ServedFile shard0;
-    std::unique_ptr<Tokenizer> tokenizer;  // the run's; decodes what the model writes
+    RunData data;                          // train shards and validation split, memory-mapped
+    std::optional<NewRun> pendingRun;      // checked before the state directory was made
+    std::unique_ptr<Tokenizer> tokenizer;  // the run's, when it has one: decodes samples
 
     // The open round.
     int64_t version = 0;                 // the open round = the current weights version
@@ -102,6 +103,9 @@ struct Coordinator::Impl {
 
     Status restore();  // creates the run on first start
     Status createRun();
+    Expected<int64_t> insertRun(const RunSettings& settings, int64_t trainCount,
+                                const std::string& trainSha, std::span<const ShardRow> rows);
+    Expected<RunData> openTokenData(const std::string& trainSha);
     Status rebuildRoundSum();
     void cleanStaleFiles(bool startup);
 

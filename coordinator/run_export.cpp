@@ -2,6 +2,7 @@
 
 #include "checkpoint.hpp"
 #include "file_io.hpp"
+#include "samples.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
 
@@ -60,31 +61,39 @@ Expected<StoredRun> readStoredRun(const fs::path& stateDir, std::optional<int64_
     return *found;
 }
 
-Expected<ExportRecord> exportRun(const ExportRequest& r) {
-    auto run = readStoredRun(r.stateDir, r.runId);
-    if (!run)
-        return run.error();
-    const int64_t version = r.version.value_or(run->version);
-    const auto& kept = run->keptVersions;
+Expected<std::vector<float>> readRunWeights(const fs::path& stateDir, const StoredRun& run,
+                                            int64_t version) {
+    const auto& kept = run.keptVersions;
     if (std::find(kept.begin(), kept.end(), version) == kept.end()) {
         std::string list;
         for (int64_t v : kept)
             list += (list.empty() ? "" : ", ") + std::to_string(v);
         return makeError("version " + std::to_string(version) + " of run " +
-                         std::to_string(run->id) +
+                         std::to_string(run.id) +
                          " is not kept (versions on disk: " + (list.empty() ? "none" : list) + ")");
     }
-    const fs::path weights = r.stateDir / "weights" / ("v" + std::to_string(version) + ".ckpt");
-    auto ck = loadCheckpoint(weights, run->settings.model);
+    const fs::path weights = stateDir / "weights" / ("v" + std::to_string(version) + ".ckpt");
+    auto ck = loadCheckpoint(weights, run.settings.model);
     if (!ck)
         return makeError("weights of version " + std::to_string(version) + ": " +
                          ck.error().message);
+    return std::move(ck->parameters);
+}
+
+Expected<ExportRecord> exportRun(const ExportRequest& r) {
+    auto run = readStoredRun(r.stateDir, r.runId);
+    if (!run)
+        return run.error();
+    const int64_t version = r.version.value_or(run->version);
+    auto weights = readRunWeights(r.stateDir, *run, version);
+    if (!weights)
+        return weights.error();
     ExportOptions options;
     options.format = r.format;
     options.outDir = r.out;
-    options.tokenizer = r.tokenizer;
+    options.tokenizer = r.tokenizer ? r.tokenizer : runTokenizerFile(r.stateDir, run->settings);
     const ParameterLayout layout(run->settings.model);
-    if (auto st = exportModel(layout, ck->parameters, options); !st)
+    if (auto st = exportModel(layout, *weights, options); !st)
         return st.error();
     std::error_code ec;
     ExportRecord record;

@@ -27,13 +27,18 @@ struct StoredRun {
 Expected<StoredRun> readStoredRun(const std::filesystem::path& stateDir,
                                   std::optional<int64_t> runId = std::nullopt);
 
+// The weights (P) of a kept version of a stored run; a version no longer on disk is refused,
+// naming the kept ones.
+Expected<std::vector<float>> readRunWeights(const std::filesystem::path& stateDir,
+                                            const StoredRun& run, int64_t version);
+
 struct ExportRequest {
     std::filesystem::path stateDir;
     int64_t runId = 0;
     std::optional<int64_t> version;  // default: the newest
     ModelFormat format = ModelFormat::Safetensors;
     std::filesystem::path out;  // a folder that does not exist yet
-    // Copied beside the weights (the run's tokenizer model).
+    // Copied beside the weights; default: the run's tokenizer file, when it has one.
     std::optional<std::filesystem::path> tokenizer;
 };
 

@@ -1,6 +1,8 @@
 // Run set-up: creating the run on first start, restoring it (and the open round's sum) after.
 #include "run_setup.hpp"
 
+#include "run_data.hpp"
+
 #include "coordinator_impl.hpp"
 
 #include "aggregate.hpp"
@@ -27,10 +29,13 @@ LrSchedule RunSettings::lrSchedule() const {
                : LrSchedule{peakLr, peakLr, lrWarmupSteps, std::max<int64_t>(1, lrWarmupSteps)};
 }
 
-Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg) {
+Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg,
+                                        std::optional<int> vocabSize) {
     auto parsed = ModelConfig::parse(cfg.model);
     if (!parsed)
         return parsed.error();
+    if (vocabSize)
+        parsed->vocabSize = *vocabSize;
     if (auto st = parsed->validate(); !st)
         return st.error();
     RunSettings s;
@@ -68,7 +73,8 @@ std::string toJson(const RunSettings& s) {
                 {"min_lr", s.minLr},
                 {"lr_warmup_steps", s.lrWarmupSteps},
                 {"lr_decay_steps", s.lrDecaySteps},
-                {"seed", s.seed}};
+                {"seed", s.seed},
+                {"data", s.dataKind}};
     return config.dump();
 }
 
@@ -92,20 +98,26 @@ Expected<RunSettings> runSettingsFromJson(std::string_view text) {
     s.lrWarmupSteps = c.value("lr_warmup_steps", int64_t{100});
     s.lrDecaySteps = c.value("lr_decay_steps", int64_t{0});
     s.seed = c.at("seed").get<uint64_t>();
+    s.dataKind = c.value("data", std::string(kDataBytes));  // runs from before token corpora
+    if (s.dataKind != kDataBytes && s.dataKind != kDataSentencePiece && s.dataKind != kDataLlmc)
+        return makeError("database: the run's data kind '" + s.dataKind +
+                         "' is unknown; use a newer tandem-coordinator");
     return s;
 }
 
 Status Coordinator::Impl::createRun() {
-    if (cfg.corpus.empty())
-        return makeError("the state directory " + cfg.stateDir.string() +
-                         " holds no run yet; give --corpus with text files or directories");
-    auto settings = settingsForNewRun(cfg);
-    if (!settings)
-        return settings.error();
-    const ModelConfig m = settings->model;
-    const int T = settings->seqLen;
-    // The starting weights first: a file that does not fit the model stops the run's creation
-    // before anything is written.
+    if (!pendingRun) {
+        auto prepared = prepareNewRun(cfg);
+        if (!prepared)
+            return prepared.error();
+        pendingRun = std::move(*prepared);
+    }
+    NewRun fresh = std::move(*pendingRun);
+    pendingRun.reset();
+    const RunSettings& settings = fresh.settings;
+    const ModelConfig m = settings.model;
+    // The starting weights before anything is written: a file that does not fit the model
+    // stops the run's creation here.
     std::vector<float> init;
     if (!cfg.initWeights.empty()) {
         auto imported = importModel(cfg.initWeights, ParameterLayout(m));
@@ -113,25 +125,29 @@ Status Coordinator::Impl::createRun() {
             return makeError("--init: " + imported.error().message);
         init = std::move(*imported);
     }
-    auto tokens = loadTextCorpus(cfg.corpus);
-    if (!tokens)
-        return makeError("corpus: " + tokens.error().message);
-    const int64_t total = static_cast<int64_t>(tokens->size());
-    const int64_t minPart = 2 * (int64_t{T} + 1);
-    int64_t valLen = static_cast<int64_t>(static_cast<double>(total) * cfg.validationFraction);
-    valLen = std::max(valLen, minPart);
-    if (total - valLen < minPart)
-        return makeError("the corpus has " + std::to_string(total) + " bytes; at least " +
-                         std::to_string(valLen + minPart) +
-                         " are needed for training and validation windows of " +
-                         std::to_string(T + 1) + " bytes");
-    std::span<const uint8_t> all(*tokens);
-    auto trainPart = all.first(static_cast<size_t>(total - valLen));
-    auto valPart = all.last(static_cast<size_t>(valLen));
-    if (auto st = writeFileAtomically(dirs.trainShard(), trainPart); !st)
+    auto written = writeRunData(dirs, fresh.data);
+    if (!written)
+        return written.error();
+    // Anything written before a failure is removed again: no half-made run.
+    auto undo = [&](Status st) {
+        std::error_code ec;
+        for (const auto& f : written->files)
+            fs::remove(f, ec);
+        fs::remove(dirs.weights(0), ec);
+        fs::remove(dirs.momentum(0), ec);
         return st;
-    if (auto st = writeFileAtomically(dirs.validationText(), valPart); !st)
-        return st;
+    };
+    const bool bytes = fresh.data.kind == kDataBytes;
+    int64_t trainCount = 0, valCount = 0;
+    if (bytes) {
+        trainCount = static_cast<int64_t>(fresh.data.trainBytes.size());
+        valCount = static_cast<int64_t>(fresh.data.valBytes.size());
+    } else {
+        for (const auto& r : written->rows)
+            (r.split == "train" ? trainCount : valCount) += r.tokens;
+    }
+    const std::string trainSha =
+        bytes ? net::toHex(net::sha256(fresh.data.trainBytes)) : trainFingerprint(written->rows);
 
     const int64_t count = m.parameterCount();
     if (init.empty()) {
@@ -141,22 +157,32 @@ Status Coordinator::Impl::createRun() {
     std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
     auto published = dirs.publish(0, m, init, zeros);
     if (!published)
-        return published.error();
+        return undo(published.error());
+    auto id = insertRun(settings, trainCount, trainSha, written->rows);
+    if (!id)
+        return undo(id.error());
+    log("created run " + std::to_string(*id) + ": model " + m.describe() +
+        (cfg.initWeights.empty() ? "" : ", weights from " + cfg.initWeights.string()) + ", " +
+        std::to_string(count) + " parameters, " + std::to_string(trainCount) + " train " +
+        (bytes ? "bytes, " : "tokens, ") + std::to_string(valCount) + " validation " +
+        (bytes ? "bytes" : "tokens") + (bytes ? "" : " (" + fresh.data.kind + ")"));
+    return {};
+}
 
+Expected<int64_t> Coordinator::Impl::insertRun(const RunSettings& settings, int64_t trainCount,
+                                               const std::string& trainSha,
+                                               std::span<const ShardRow> rows) {
     Transaction tx(db);
     if (!tx.started())
-        return tx.started();
+        return tx.started().error();
     auto ins = db.prepare(
         "INSERT INTO runs(config_json, version, data_cursor, train_bytes, train_sha256, "
         "created_unix) VALUES (?, 0, 0, ?, ?, ?)");
     if (!ins)
         return ins.error();
-    ins->bind(1, toJson(*settings))
-        .bind(2, static_cast<int64_t>(trainPart.size()))
-        .bind(3, net::toHex(net::sha256(trainPart)))
-        .bind(4, now());
+    ins->bind(1, toJson(settings)).bind(2, trainCount).bind(3, trainSha).bind(4, now());
     if (auto st = ins->run(); !st)
-        return st;
+        return st.error();
     const int64_t id = db.lastInsertId();
     auto round = db.prepare(
         "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) VALUES (?, 0, ?, ?)");
@@ -164,14 +190,29 @@ Status Coordinator::Impl::createRun() {
         return round.error();
     round->bind(1, id).bind(2, now()).bind(3, now() + cfg.roundTimeoutSeconds);
     if (auto st = round->run(); !st)
-        return st;
+        return st.error();
+    for (const ShardRow& r : rows) {
+        auto row = db.prepare(
+            "INSERT INTO data_shards(run_id, split, number, path, token_bytes, header_bytes, "
+            "file_bytes, first_token, tokens, file_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        if (!row)
+            return row.error();
+        row->bind(1, id)
+            .bind(2, r.split)
+            .bind(3, r.number)
+            .bind(4, r.path.string())
+            .bind(5, int64_t{r.tokenBytes})
+            .bind(6, r.headerBytes)
+            .bind(7, r.fileBytes)
+            .bind(8, r.firstToken)
+            .bind(9, r.tokens)
+            .bind(10, r.fileSha256);
+        if (auto st = row->run(); !st)
+            return st.error();
+    }
     if (auto st = tx.commit(); !st)
-        return st;
-    log("created run " + std::to_string(id) + ": model " + m.describe() +
-        (cfg.initWeights.empty() ? "" : ", weights from " + cfg.initWeights.string()) + ", " +
-        std::to_string(count) + " parameters, " + std::to_string(trainPart.size()) +
-        " train bytes, " + std::to_string(valPart.size()) + " validation bytes");
-    return {};
+        return st.error();
+    return id;
 }
 
 Status Coordinator::Impl::restore() {
@@ -202,27 +243,24 @@ Status Coordinator::Impl::restore() {
     const int64_t trainBytes = q->integer(3);
     const std::string trainSha = q->text(4);
 
-    if (auto m = ModelConfig::parse(cfg.model); m && !(*m == run.model))
+    auto given = ModelConfig::parse(cfg.model);
+    if (given && run.dataKind == kDataSentencePiece)
+        given->vocabSize = run.model.vocabSize;  // the tokenizer's V, not --model's
+    if (auto& m = given; m && !(*m == run.model))
         log("note: the state directory's run uses model " + run.model.describe() +
             "; the --model given (" + m->describe() + ") applies to new state directories only");
     if (!cfg.initWeights.empty())
         log("note: --init applies to new state directories only; the run keeps its weights");
 
-    auto t = readFile(dirs.trainShard());
-    if (!t)
-        return t.error();
-    train = std::move(*t);
-    if (static_cast<int64_t>(train.size()) != trainBytes ||
-        net::toHex(net::sha256(train)) != trainSha)
-        return makeError(dirs.trainShard().string() +
-                         " does not match the run (size or SHA-256 differ); the state directory "
-                         "is damaged");
-    auto v = readFile(dirs.validationText());
-    if (!v)
-        return v.error();
-    validation = std::move(*v);
-    shard0 = ServedFile{dirs.trainShard(), trainBytes, net::sha256(train)};
-    tokenizer = makeByteTokenizer();  // a byte-text run
+    auto opened = run.dataKind == kDataBytes ? RunData::openBytes(dirs, trainBytes, trainSha)
+                                             : openTokenData(trainSha);
+    if (!opened)
+        return opened.error();
+    data = std::move(*opened);
+    if (auto tok = runTokenizer(dirs.root(), run))
+        tokenizer = std::move(*tok);
+    else
+        log("no samples for this run: " + tok.error().message);
 
     auto w = loadCheckpoint(dirs.weights(version), run.model);
     if (!w)
@@ -266,6 +304,36 @@ Status Coordinator::Impl::restore() {
     log("run " + std::to_string(runId) + ": model " + run.model.describe() + " (" +
         std::to_string(P) + " parameters), round " + std::to_string(version) + " open");
     return {};
+}
+
+Expected<RunData> Coordinator::Impl::openTokenData(const std::string& trainSha) {
+    auto q = db.prepare(
+        "SELECT split, number, path, token_bytes, header_bytes, file_bytes, first_token, tokens, "
+        "file_sha256 FROM data_shards WHERE run_id = ? ORDER BY split, number");
+    if (!q)
+        return q.error();
+    q->bind(1, runId);
+    std::vector<ShardRow> rows;
+    while (q->step()) {
+        ShardRow r;
+        r.split = q->text(0);
+        r.number = q->integer(1);
+        r.path = q->text(2);
+        r.tokenBytes = static_cast<int>(q->integer(3));
+        r.headerBytes = q->integer(4);
+        r.fileBytes = q->integer(5);
+        r.firstToken = q->integer(6);
+        r.tokens = q->integer(7);
+        r.fileSha256 = q->text(8);
+        rows.push_back(std::move(r));
+    }
+    if (auto st = q->status(); !st)
+        return st.error();
+    if (trainFingerprint(rows) != trainSha)
+        return makeError(
+            "database: the run's data_shards rows do not match its train data "
+            "(fingerprint differs); the state directory is damaged");
+    return RunData::openShards(dirs, rows);
 }
 
 Status Coordinator::Impl::rebuildRoundSum() {

@@ -8,6 +8,7 @@
 #include "optimizer.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,7 +22,8 @@ struct RunSettings {
     int seqLen = 0;
     float peakLr = 0, minLr = 0;
     int64_t lrWarmupSteps = 0, lrDecaySteps = 0;
-    uint64_t seed = 0;  // 53 bits, so that JSON keeps it exact
+    uint64_t seed = 0;               // 53 bits, so that JSON keeps it exact
+    std::string dataKind = "bytes";  // run_data.hpp: bytes, sentencepiece or llmc
 
     // The inner lr over the run's steps: warmup, then constant at the peak, or with
     // lrDecaySteps > 0 a cosine to minLr at that step.
@@ -29,7 +31,9 @@ struct RunSettings {
 };
 
 // The settings of a new run from the configuration; refuses a model or shape that cannot work.
-Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& config);
+// vocabSize: V when the corpus fixes it (a tokenizer's), instead of the model's.
+Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& config,
+                                        std::optional<int> vocabSize = {});
 std::string toJson(const RunSettings& settings);
 Expected<RunSettings> runSettingsFromJson(std::string_view json);
 

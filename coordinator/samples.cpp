@@ -1,6 +1,7 @@
 #include "samples.hpp"
 
 #include "coordinator_impl.hpp"
+#include "run_data.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,27 @@ int64_t samplingPositions(const ModelConfig& model, std::span<const int64_t> pro
         for (int n = 0; n < newTokens; ++n)
             total += std::min<int64_t>(p + n, model.maxSeqLen);
     return total;
+}
+
+std::optional<std::filesystem::path> runTokenizerFile(const std::filesystem::path& stateDir,
+                                                      const RunSettings& run) {
+    const auto file = StateDir::tokenizerModelIn(stateDir);
+    std::error_code ec;
+    if (run.dataKind == kDataBytes || !std::filesystem::exists(file, ec))
+        return std::nullopt;
+    return file;
+}
+
+Expected<std::unique_ptr<Tokenizer>> runTokenizer(const std::filesystem::path& stateDir,
+                                                  const RunSettings& run) {
+    if (run.dataKind == kDataBytes)
+        return makeByteTokenizer();
+    auto file = runTokenizerFile(stateDir, run);
+    if (!file)
+        return makeError(
+            "the run has no tokenizer (its llm.c shards were given without "
+            "--tokenizer), so what its model writes cannot be read");
+    return loadTokenizer(*file);
 }
 
 Expected<std::vector<ModelSample>> writeSamples(const ModelConfig& model,
@@ -52,7 +74,7 @@ void Coordinator::Impl::sampleVersion(int64_t sampled, std::span<const float> we
                                       double forwardPositionsPerSecond) {
     const SampleConfig& sc = cfg.samples;
     if (sc.maxSeconds <= 0 || sc.tokens <= 0 || !tokenizer)
-        return;
+        return;  // without a tokenizer, restore() said why once
     const auto& prompts = sc.prompts.empty() ? kDefaultPrompts : sc.prompts;
     std::vector<int64_t> promptTokens;
     for (const std::string& p : prompts) {

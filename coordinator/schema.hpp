@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 3> kMigrations = {
+inline constexpr std::array<std::string_view, 4> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -22,8 +22,8 @@ CREATE TABLE runs (
   id INTEGER PRIMARY KEY,
   config_json TEXT NOT NULL,
   version INTEGER NOT NULL,            -- current global weights version = the open round
-  data_cursor INTEGER NOT NULL,        -- next train byte to hand out
-  train_bytes INTEGER NOT NULL,
+  data_cursor INTEGER NOT NULL,        -- next train token to hand out (bytes: a byte)
+  train_bytes INTEGER NOT NULL,        -- train tokens (bytes of a byte-level run)
   train_sha256 TEXT NOT NULL,
   created_unix INTEGER NOT NULL
 );
@@ -91,7 +91,26 @@ CREATE TABLE receipts (
 ALTER TABLE work_units ADD COLUMN request_id TEXT;
 CREATE INDEX work_units_request ON work_units(client_id, request_id);
 )sql",
-    // 3: what the model writes after each version (samples.hpp).
+    // 3: token corpora (coordinator/run_data.hpp). A token run's train and validation slices of
+    // token files; byte-level runs have none (data/shard-0.bin, data/validation.bin). Work
+    // units' data_offset/data_length count tokens over the train shards laid end to end, and
+    // runs.train_sha256 of a token run is the fingerprint of its train rows.
+    R"sql(
+CREATE TABLE data_shards (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  split TEXT NOT NULL CHECK (split IN ('train', 'val')),
+  number INTEGER NOT NULL,       -- train: the shard number in manifests and data URLs
+  path TEXT NOT NULL,            -- relative: inside the state directory
+  token_bytes INTEGER NOT NULL,
+  header_bytes INTEGER NOT NULL,
+  file_bytes INTEGER NOT NULL,
+  first_token INTEGER NOT NULL,  -- the slice: tokens [first_token, first_token + tokens)
+  tokens INTEGER NOT NULL,
+  file_sha256 TEXT NOT NULL,
+  PRIMARY KEY (run_id, split, number)
+);
+)sql",
+    // 4: what the model writes after each version (samples.hpp).
     R"sql(
 CREATE TABLE samples (
   run_id INTEGER NOT NULL REFERENCES runs(id),

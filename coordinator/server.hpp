@@ -1,4 +1,4 @@
-// The HTTPS API of protocol v1 (docs/protocol.md) on cpp-httplib with OpenSSL, mapped onto a
+// The HTTPS API of protocol v2 (docs/protocol.md) on cpp-httplib with OpenSSL, mapped onto a
 // Coordinator. Bounded: request and header sizes, JSON bodies, concurrent uploads (in the
 // Coordinator), server threads, read/write and keep-alive timeouts.
 #pragma once

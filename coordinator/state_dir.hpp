@@ -27,6 +27,12 @@ class StateDir {
     std::filesystem::path keyFile() const { return m_root / "coordinator_key.pem"; }
     std::filesystem::path trainShard() const { return m_root / "data" / "shard-0.bin"; }
     std::filesystem::path validationText() const { return m_root / "data" / "validation.bin"; }
+    // The tokenizer of a run created with --tokenizer (a copy of the operator's SentencePiece
+    // model or llm.c tokenizer file); the static form for readers that take no lock.
+    std::filesystem::path tokenizerModel() const { return tokenizerModelIn(m_root); }
+    static std::filesystem::path tokenizerModelIn(const std::filesystem::path& root) {
+        return root / "data" / "tokenizer.model";
+    }
     std::filesystem::path uploads() const { return m_root / "uploads"; }
     std::filesystem::path weights(int64_t version) const;
     std::filesystem::path momentum(int64_t version) const;

@@ -12,11 +12,24 @@ namespace tandem::coord {
 Expected<double> validationLoss(const ModelConfig& model, std::span<const float> weights,
                                 std::span<const uint8_t> text, int batches, int batch,
                                 int threads) {
+    const TokenView one(text);
+    return validationLoss(model, weights, std::span(&one, 1), batches, batch, threads);
+}
+
+Expected<double> validationLoss(const ModelConfig& model, std::span<const float> weights,
+                                std::span<const TokenView> pieces, int batches, int batch,
+                                int threads) {
     const int T = model.maxSeqLen;
     const int B = std::max(1, batch);
     const int64_t windows = int64_t{B} * std::max(1, batches);
-    const int64_t len = static_cast<int64_t>(text.size());
-    if (len < T + 1)
+    // Window starts over the pieces laid end to end; a window never crosses a piece's end.
+    std::vector<int64_t> startEnds;
+    int64_t starts = 0;
+    for (const TokenView& p : pieces) {
+        starts += std::max<int64_t>(0, p.count - T);
+        startEnds.push_back(starts);
+    }
+    if (starts < 1)
         return makeError("the validation text is shorter than one window");
     auto backend = makeCpuBackend("cpu", std::max(1, threads));
     if (!backend)
@@ -31,10 +44,14 @@ Expected<double> validationLoss(const ModelConfig& model, std::span<const float>
     for (int64_t w0 = 0; w0 < windows; w0 += B) {
         for (int b = 0; b < B; ++b) {
             const int64_t w = w0 + b;
-            const int64_t off = windows > 1 ? w * (len - T - 1) / (windows - 1) : 0;
+            const int64_t at = windows > 1 ? w * (starts - 1) / (windows - 1) : 0;
+            const size_t i = static_cast<size_t>(
+                std::upper_bound(startEnds.begin(), startEnds.end(), at) - startEnds.begin());
+            const TokenView& text = pieces[i];
+            const int64_t off = at - (i == 0 ? 0 : startEnds[i - 1]);
             for (int t = 0; t < T; ++t) {
-                inputs[static_cast<size_t>(b) * T + t] = text[static_cast<size_t>(off + t)];
-                targets[static_cast<size_t>(b) * T + t] = text[static_cast<size_t>(off + t + 1)];
+                inputs[static_cast<size_t>(b) * T + t] = text[off + t];
+                targets[static_cast<size_t>(b) * T + t] = text[off + t + 1];
             }
         }
         auto loss = (*backend)->forward(inputs, targets, B, T);
@@ -47,7 +64,7 @@ Expected<double> validationLoss(const ModelConfig& model, std::span<const float>
 }
 
 Expected<double> Coordinator::Impl::evaluate(std::span<const float> weights) const {
-    return validationLoss(run.model, weights, validation, cfg.validationBatches,
+    return validationLoss(run.model, weights, data.validation(), cfg.validationBatches,
                           cfg.validationBatch, cfg.threads);
 }
 

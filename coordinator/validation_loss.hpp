@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model.hpp"
+#include "token_shard.hpp"
 
 #include <cstdint>
 #include <span>
@@ -17,5 +18,10 @@ namespace tandem::coord {
 // text; threads: the CPU backend's.
 Expected<double> validationLoss(const ModelConfig& model, std::span<const float> weights,
                                 std::span<const uint8_t> text, int batches, int batch, int threads);
+// The same over token pieces (the validation shards of a token run), laid end to end: the
+// windows are spaced evenly over all of them and none crosses a piece's end.
+Expected<double> validationLoss(const ModelConfig& model, std::span<const float> weights,
+                                std::span<const TokenView> pieces, int batches, int batch,
+                                int threads);
 
 }  // namespace tandem::coord

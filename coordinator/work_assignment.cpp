@@ -27,15 +27,29 @@ int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes
 
 std::optional<DataRange> nextDataRange(int64_t cursor, int64_t assignedBytes, int64_t length,
                                        int64_t trainBytes) {
-    int64_t skip = 0;
-    int64_t offset = cursor;
-    if (offset + length > trainBytes) {
-        skip = trainBytes - offset;
-        offset = 0;
+    const int64_t ends[] = {trainBytes};
+    return nextDataRange(cursor, assignedBytes, length, ends);
+}
+
+std::optional<DataRange> nextDataRange(int64_t cursor, int64_t assignedBytes, int64_t length,
+                                       std::span<const int64_t> shardEnds) {
+    const int64_t total = shardEnds.back();
+    const size_t n = shardEnds.size();
+    size_t s = static_cast<size_t>(std::upper_bound(shardEnds.begin(), shardEnds.end(), cursor) -
+                                   shardEnds.begin());
+    s = std::min(s, n - 1);
+    auto startOf = [&](size_t i) { return i == 0 ? int64_t{0} : shardEnds[i - 1]; };
+    int64_t offset = cursor, skip = 0;
+    int64_t len = std::min(length, shardEnds[s] - startOf(s));
+    if (offset + len > shardEnds[s]) {
+        skip = shardEnds[s] - offset;
+        s = (s + 1) % n;
+        offset = startOf(s);
+        len = std::min(length, shardEnds[s] - offset);
     }
-    if (assignedBytes + skip + length > trainBytes)
+    if (assignedBytes + skip + len > total)
         return std::nullopt;
-    return DataRange{offset, length, (offset + length) % trainBytes, assignedBytes + skip + length};
+    return DataRange{offset, len, (offset + len) % total, assignedBytes + skip + len};
 }
 
 std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t clientId,
@@ -110,7 +124,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
         }
     }
     const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds);
-    const int64_t trainBytes = static_cast<int64_t>(train.size());
+    const int64_t trainBytes = data.trainTokens();
     int64_t offset = 0, length = 0, reusedFrom = 0;
     int64_t cursor = 0, span = 0;
     {
@@ -138,7 +152,8 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
         cursor = q->integer(0);
         span = q->integer(1);
         if (reusedFrom == 0) {
-            auto range = nextDataRange(cursor, span, workUnitBytes(run, H, trainBytes), trainBytes);
+            auto range =
+                nextDataRange(cursor, span, workUnitBytes(run, H, trainBytes), data.trainEnds());
             if (!range) {
                 const int64_t wait = std::clamp<int64_t>(q->integer(2) - nowUnix, 5, 60);
                 WorkOffer none;
@@ -162,28 +177,31 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     auto ins = db.prepare(
         "INSERT INTO work_units(run_id, client_id, base_version, shard, data_offset, data_length, "
         "inner_steps, batch, seq_len, seed, created_unix, deadline_unix, heartbeat_unix, "
-        "tokens_per_second, request_id, state) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "tokens_per_second, request_id, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
         "?, "
         "'assigned')");
     if (!ins)
         return internalError(ins.error().message);
+    const TrainShard& shard = data.shardAt(offset);
+    const int64_t local = offset - data.shardStart(shard);  // in the shard's train slice
     ins->bind(1, runId)
         .bind(2, clientId)
         .bind(3, version)
-        .bind(4, offset)
-        .bind(5, length)
-        .bind(6, H)
-        .bind(7, run.batch)
-        .bind(8, run.seqLen)
-        .bind(9, static_cast<int64_t>(seed))
-        .bind(10, nowUnix)
-        .bind(11, deadline)
-        .bind(12, nowUnix)
-        .bind(13, req.tokensPerSecond);
+        .bind(4, shard.number)
+        .bind(5, offset)
+        .bind(6, length)
+        .bind(7, H)
+        .bind(8, run.batch)
+        .bind(9, run.seqLen)
+        .bind(10, static_cast<int64_t>(seed))
+        .bind(11, nowUnix)
+        .bind(12, deadline)
+        .bind(13, nowUnix)
+        .bind(14, req.tokensPerSecond);
     if (requestId.empty())
-        ins->bindNull(14);
+        ins->bindNull(15);
     else
-        ins->bind(14, requestId);
+        ins->bind(15, requestId);
     if (auto st = ins->run(); !st)
         return internalError(st.error().message);
     const int64_t wuId = db.lastInsertId();
@@ -197,12 +215,13 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.weightsUrl = "/v1/runs/" + std::to_string(runId) + "/weights/" + std::to_string(version);
     m.weightsSha256 = wf.sha256;
     m.weightsBytes = wf.bytes;
-    m.dataUrl = "/v1/runs/" + std::to_string(runId) + "/data/0";
-    m.dataShard = 0;
-    m.dataOffset = offset;
+    m.dataUrl = "/v1/runs/" + std::to_string(runId) + "/data/" + std::to_string(shard.number);
+    m.dataShard = shard.number;
+    m.dataOffset = shard.firstToken + local;  // in the shard file's tokens
     m.dataLength = length;
-    m.dataSha256 = net::sha256(std::span<const uint8_t>(train).subspan(
-        static_cast<size_t>(offset), static_cast<size_t>(length)));
+    m.dataTokenBytes = shard.tokens.width;
+    m.dataHeaderBytes = shard.headerBytes;
+    m.dataSha256 = net::sha256(shard.tokens.slice(local, length).bytes());
     m.innerSteps = H;
     m.batch = run.batch;
     m.seqLen = run.seqLen;
@@ -243,8 +262,10 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     if (auto st = tx.commit(); !st)
         return internalError(st.error().message);
     log("work unit " + std::to_string(wuId) + " -> client " + std::to_string(clientId) +
-        ": version " + std::to_string(version) + ", H=" + std::to_string(H) + ", bytes [" +
-        std::to_string(offset) + ", " + std::to_string(offset + length) + ")" +
+        ": version " + std::to_string(version) + ", H=" + std::to_string(H) +
+        (shard.tokens.width == 1 ? ", bytes ["
+                                 : ", shard " + std::to_string(shard.number) + " tokens [") +
+        std::to_string(m.dataOffset) + ", " + std::to_string(m.dataOffset + length) + ")" +
         (reusedFrom ? " (reassigned from work unit " + std::to_string(reusedFrom) + ")" : ""));
     WorkOffer offer;
     offer.manifest = std::move(m);

@@ -1,4 +1,5 @@
-// Work assignment: how long a work unit is and which train bytes it reads. The rest (the
+// Work assignment: how long a work unit is and which train tokens it reads (bytes of a
+// byte-level run; ranges never cross a train shard's end). The rest (the
 // database rows, the signed manifest, heartbeats) is Coordinator::Impl::assignWork and
 // heartbeat in work_assignment.cpp.
 #pragma once
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace tandem::coord {
 
@@ -15,8 +17,8 @@ namespace tandem::coord {
 // maximum when it reported none (tokensPerSecond <= 0).
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds);
 
-// The train bytes a unit of H steps reads: H batches of windows, at least one window, at most
-// the whole shard.
+// The train tokens a unit of H steps reads: H batches of windows, at least one window, at most
+// all train tokens.
 int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes);
 
 struct DataRange {
@@ -26,10 +28,16 @@ struct DataRange {
     int64_t assignedBytes = 0;  // the round's span after this unit
 };
 
-// The next `length` bytes at the cursor, or from byte 0 when they would run past the end (the
-// skipped tail counts as assigned); none when the round's units would then span more than the
-// shard (no byte is trained twice in one round).
+// The next `length` tokens at the cursor, or from token 0 when they would run past the end
+// (the skipped tail counts as assigned); none when the round's units would then span more than
+// the shard (no token is trained twice in one round).
 std::optional<DataRange> nextDataRange(int64_t cursor, int64_t assignedBytes, int64_t length,
                                        int64_t trainBytes);
+
+// The same over several train shards laid end to end (shardEnds: where each ends): a range
+// that would cross a shard's end starts at the next shard instead (after the last: at 0), the
+// skipped tail counting as assigned, and is cut to that shard's length.
+std::optional<DataRange> nextDataRange(int64_t cursor, int64_t assignedBytes, int64_t length,
+                                       std::span<const int64_t> shardEnds);
 
 }  // namespace tandem::coord

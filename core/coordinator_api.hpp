@@ -89,8 +89,8 @@ class CoordinatorApi {
     virtual ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,
                                                        const std::filesystem::path& destination,
                                                        const TransferProgressFn& progress) = 0;
-    // Bytes [dataOffset, dataOffset + dataLength) of the manifest's shard, checked against
-    // dataSha256.
+    // The bytes of tokens [dataOffset, dataOffset + dataLength) of the manifest's shard
+    // (Manifest::dataByteOffset/dataByteLength), checked against dataSha256.
     virtual ApiResult<DownloadOutcome> downloadData(const net::Manifest& manifest,
                                                     const std::filesystem::path& destination,
                                                     const TransferProgressFn& progress) = 0;

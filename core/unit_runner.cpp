@@ -123,12 +123,22 @@ TrainOutcome UnitRunner::train(ActiveUnit& a) {
         return TrainOutcome::Retry;
     }
     auto data = readFile(m_shared.files.dataFile(m));
-    if (!data || static_cast<int64_t>(data->size()) <= T) {
+    if (!data || static_cast<int64_t>(data->size()) != m.dataByteLength() || m.dataLength <= T) {
         a.downloaded = false;
         m_backoff.failLocal("the downloaded data is unusable");
         return TrainOutcome::Retry;
     }
-    BatchSampler sampler(*data, m.seed);
+    const TokenView tokens(data->data(), m.dataLength, m.dataTokenBytes);
+    // The signed manifest's SHA-256 matched, so a token outside the model's vocabulary is the
+    // coordinator's data, not a damaged download: the unit cannot be trained.
+    if (const int64_t at = firstTokenAtOrAbove(tokens, m.model.vocabSize); at >= 0) {
+        failUnit(a, "token " + std::to_string(tokens[at]) + " at token " +
+                        std::to_string(m.dataOffset + at) + " of data shard " +
+                        std::to_string(m.dataShard) + " is not below the model's vocabulary V=" +
+                        std::to_string(m.model.vocabSize));
+        return TrainOutcome::Failed;
+    }
+    BatchSampler sampler(tokens, m.seed);
     const size_t P = start->parameters.size();
     if (!a.checkpointFile.empty()) {
         auto ck = loadCheckpoint(a.dir / a.checkpointFile, m.model);

@@ -66,7 +66,7 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
         m.dataLength <= m.seqLen) {
         m_backoff.failLocal("work unit " + wuKey(m.workUnitId) + " has an impossible shape (B=" +
                             std::to_string(m.batch) + ", T=" + std::to_string(m.seqLen) +
-                            ", data " + std::to_string(m.dataLength) + " bytes)");
+                            ", data " + std::to_string(m.dataLength) + " tokens)");
         return std::nullopt;
     }
     if (auto row = m_shared.ledger.workUnit(wuKey(m.workUnitId)); row && *row) {
@@ -106,7 +106,7 @@ bool WorkFetcher::download(ActiveUnit& unit) {
         unit.downloaded = true;
         return true;
     }
-    const int64_t need = (haveWeights ? 0 : m.weightsBytes) + (haveData ? 0 : m.dataLength);
+    const int64_t need = (haveWeights ? 0 : m.weightsBytes) + (haveData ? 0 : m.dataByteLength());
     if (!m_gate.waitUntilClear(true, need, nullptr, true))
         return false;
     // Keep the cache to what this unit needs.
@@ -154,7 +154,7 @@ bool WorkFetcher::download(ActiveUnit& unit) {
         }
         m_shared.recordTransfer(Direction::Down, what, res->bytesTransferred, startMs, true,
                                 m.workUnitId, {});
-        doneBefore += isWeights ? m.weightsBytes : m.dataLength;
+        doneBefore += isWeights ? m.weightsBytes : m.dataByteLength();
         return true;
     };
     if (!haveWeights && !one(true))

@@ -75,17 +75,16 @@ Expected<std::vector<uint8_t>> loadTextCorpus(std::span<const fs::path> paths) {
     return corpus;
 }
 
-BatchSampler::BatchSampler(std::span<const uint8_t> tokens, uint64_t seed)
-    : m_tokens(tokens), m_rng(seed) {}
+BatchSampler::BatchSampler(TokenView tokens, uint64_t seed) : m_tokens(tokens), m_rng(seed) {}
 
 void BatchSampler::next(int B, int T, std::span<int32_t> inputs, std::span<int32_t> targets) {
-    assert(m_tokens.size() > static_cast<size_t>(T));
+    assert(m_tokens.count > T);
     assert(inputs.size() >= static_cast<size_t>(B) * T &&
            targets.size() >= static_cast<size_t>(B) * T);
-    // A window is T + 1 bytes, so the last start is size - T - 1.
-    const uint64_t starts = m_tokens.size() - static_cast<size_t>(T);
+    // A window is T + 1 tokens, so the last start is count - T - 1.
+    const uint64_t starts = static_cast<uint64_t>(m_tokens.count - T);
     for (int b = 0; b < B; ++b) {
-        const uint8_t* window = m_tokens.data() + m_rng.below(starts);
+        const TokenView window = m_tokens.slice(static_cast<int64_t>(m_rng.below(starts)), T + 1);
         int32_t* in = inputs.data() + static_cast<size_t>(b) * T;
         int32_t* out = targets.data() + static_cast<size_t>(b) * T;
         for (int t = 0; t < T; ++t) {

@@ -137,8 +137,8 @@ HttpResult<DownloadResult> CoordinatorClient::downloadData(const Manifest& manif
     req.url = manifest.dataUrl;
     req.destination = destination;
     req.expectedSha256 = manifest.dataSha256;
-    req.expectedBytes = manifest.dataLength;
-    req.rangeStart = manifest.dataOffset;
+    req.expectedBytes = manifest.dataByteLength();
+    req.rangeStart = manifest.dataByteOffset();
     req.progress = progress;
     return m_http->download(req);
 }

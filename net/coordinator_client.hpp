@@ -1,4 +1,4 @@
-// Typed calls for every endpoint of protocol v1 (docs/protocol.md) over the HTTPS client. Answers
+// Typed calls for every endpoint of protocol v2 (docs/protocol.md) over the HTTPS client. Answers
 // come back as the net/protocol.hpp types; manifests and receipts are checked against the pinned
 // coordinator key before they are returned.
 #pragma once
@@ -52,9 +52,9 @@ class CoordinatorClient {
     // DELETE /v1/work/{id}: gives a held unit back to the pool (the coordinator abandons it).
     HttpResult<void> releaseWork(int64_t workUnitId);
 
-    // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (bytes
-    // [dataOffset, dataOffset + dataLength) of the shard), resumable, checked by SHA-256 before
-    // `destination` appears.
+    // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (only the bytes
+    // of its tokens, Manifest::dataByteOffset/dataByteLength, by HTTP Range: never the whole
+    // shard), resumable, checked by SHA-256 before `destination` appears.
     HttpResult<DownloadResult> downloadWeights(const Manifest& manifest,
                                                const std::filesystem::path& destination,
                                                const ProgressCallback& progress = {});

@@ -204,6 +204,8 @@ json manifestBody(const Manifest& m) {
           {"shard", m.dataShard},
           {"offset", m.dataOffset},
           {"length", m.dataLength},
+          {"token_bytes", m.dataTokenBytes},
+          {"header_bytes", m.dataHeaderBytes},
           {"sha256", toHex(m.dataSha256)}}},
         {"inner_steps", m.innerSteps},
         {"batch", m.batch},
@@ -359,7 +361,9 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
     int64_t protocol = r.integer("protocol", 1, 1000);
     if (!r.failed() && protocol != kProtocolVersion)
         r.fail("protocol version " + std::to_string(protocol) + " is not supported, expected " +
-               std::to_string(kProtocolVersion));
+               std::to_string(kProtocolVersion) +
+               " (the coordinator and this worker run different Tandem versions; update the "
+               "older one)");
     m.workUnitId = r.integer("work_unit_id", 1, kMaxI64);
     m.runId = r.integer("run_id", 1, kMaxI64);
     m.baseVersion = r.integer("base_version", 0, kMaxI64);
@@ -376,8 +380,10 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         Reader dr(*d, "manifest 'data'");
         m.dataUrl = dr.string("url", 1, 2000);
         m.dataShard = dr.integer("shard", 0, kMaxI64);
-        m.dataOffset = dr.integer("offset", 0, kMaxI64);
-        m.dataLength = dr.integer("length", 1, kMaxI64);
+        m.dataOffset = dr.integer("offset", 0, int64_t{1} << 60);
+        m.dataLength = dr.integer("length", 1, int64_t{1} << 60);
+        m.dataTokenBytes = static_cast<int>(dr.integer("token_bytes", 1, 2));
+        m.dataHeaderBytes = dr.integer("header_bytes", 0, int64_t{1} << 30);
         m.dataSha256 = dr.digest("sha256");
         if (dr.failed())
             r.fail(dr.error().message);

@@ -1,4 +1,4 @@
-// Protocol v1 (docs/protocol.md): the JSON bodies of every request and response, with parsing
+// Protocol v2 (docs/protocol.md): the JSON bodies of every request and response, with parsing
 // that validates types and ranges and says which field is wrong and why.
 #pragma once
 
@@ -15,7 +15,9 @@
 
 namespace tandem::net {
 
-inline constexpr int kProtocolVersion = 1;
+// The manifest's "protocol". 2: work units carry token ranges (token_bytes, header_bytes); a
+// worker refuses a manifest of another version, naming both.
+inline constexpr int kProtocolVersion = 2;
 
 // {"error": {"code": "...", "message": "..."}}
 struct ApiError {
@@ -63,9 +65,14 @@ struct Manifest {
     int64_t weightsBytes = 0;
     std::string dataUrl;
     int64_t dataShard = 0;
-    int64_t dataOffset = 0;  // byte range [dataOffset, dataOffset + dataLength) of the shard
+    // Tokens [dataOffset, dataOffset + dataLength) of the shard's tokens, each dataTokenBytes
+    // wide (1: text bytes, 2: little-endian uint16 ids), after dataHeaderBytes of header (llm.c
+    // shards: 1024).
+    int64_t dataOffset = 0;
     int64_t dataLength = 0;
-    Sha256Digest dataSha256{};  // of that range
+    int dataTokenBytes = 1;
+    int64_t dataHeaderBytes = 0;
+    Sha256Digest dataSha256{};  // of that range's bytes
     int innerSteps = 0;         // H
     int batch = 0;              // B
     int seqLen = 0;             // T
@@ -77,6 +84,10 @@ struct Manifest {
     std::string uploadUrl;
     int64_t maxUploadBytes = 0;
     Signature signature{};  // Ed25519 over signingText()
+
+    // The bytes of the shard file that hold the unit's tokens (what the worker downloads).
+    int64_t dataByteOffset() const { return dataHeaderBytes + dataOffset * dataTokenBytes; }
+    int64_t dataByteLength() const { return dataLength * dataTokenBytes; }
 
     // Learning rate of inner step h (0-based) of this unit.
     float learningRate(int64_t h) const { return lr.at(lrStartStep + h); }

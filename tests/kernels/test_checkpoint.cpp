@@ -21,9 +21,10 @@ ModelConfig smallConfig() {
     return *ModelConfig::parse("L=1,NH=2,C=6,T=5");
 }
 
-Checkpoint makeCheckpoint(bool moments) {
+Checkpoint makeCheckpoint(bool moments, int vocabSize = 256) {
     Checkpoint c;
     c.config = smallConfig();
+    c.config.vocabSize = vocabSize;
     const int64_t P = c.config.parameterCount();
     Rng rng(42);
     c.parameters.resize(P);
@@ -81,15 +82,23 @@ class TestCheckpoint : public QObject {
 
     void roundTrip_data() {
         QTest::addColumn<bool>("moments");
-        QTest::newRow("parameters only") << false;
-        QTest::newRow("with moments") << true;
+        QTest::addColumn<int>("V");
+        QTest::addColumn<int>("P");  // by hand: Vp*6 + 5*6 + (12*36 + 13*6) + 2*6 = Vp*6 + 552
+        QTest::newRow("parameters only") << false << 256 << 256 * 6 + 552;
+        QTest::newRow("with moments") << true << 256 << 256 * 6 + 552;
+        QTest::newRow("V=300, padded to 320") << true << 300 << 320 * 6 + 552;
     }
     void roundTrip() {
         QFETCH(bool, moments);
-        const Checkpoint original = makeCheckpoint(moments);
+        QFETCH(int, V);
+        QFETCH(int, P);
+        const Checkpoint original = makeCheckpoint(moments, V);
         const std::vector<uint8_t> bytes = serializeCheckpoint(original);
-        const size_t P = original.parameters.size();
-        QCOMPARE(bytes.size(), 52 + P * 4 * (moments ? 3 : 1) + 4);
+        QCOMPARE(original.parameters.size(), size_t(P));
+        QCOMPARE(bytes.size(), 52 + size_t(P) * 4 * (moments ? 3 : 1) + 4);
+        int32_t storedV = 0;
+        std::memcpy(&storedV, bytes.data() + 32, 4);
+        QCOMPARE(storedV, V);
         QCOMPARE(std::memcmp(bytes.data(), "TNDMCKPT", 8), 0);
         auto parsed = parseCheckpoint(bytes);
         QVERIFY2(parsed.ok(), qPrintable(messageOf(parsed)));
@@ -171,7 +180,7 @@ class TestCheckpoint : public QObject {
         QTest::newRow("C not divisible by NH") << 1 << 4 << "divisible by heads";
         QTest::newRow("negative C") << 2 << -6 << "channels (C) is -6";
         QTest::newRow("absurd T") << 3 << (1 << 30) << "sequence length (T) is 1073741824";
-        QTest::newRow("vocabulary") << 4 << 512 << "vocabulary size is 512";
+        QTest::newRow("vocabulary of one") << 4 << 1 << "vocabulary size (V) is 1";
     }
     void refusesNonsenseConfig() {
         QFETCH(int, field);

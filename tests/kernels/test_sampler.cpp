@@ -48,45 +48,46 @@ class TestSampler : public QObject {
     }
 
     void probabilitiesAgreeWithTheLoss() {
-        auto model = ModelConfig::parse("L=1,NH=2,C=16,T=8");
-        QVERIFY(model);
-        auto backend = cpuBackend(*model, 1);
-        QVERIFY(backend);
-        ParameterLayout layout(*model);
-        std::vector<float> w(static_cast<size_t>(layout.parameterCount()));
-        initParameters(layout, w, 5);
-        QVERIFY(backend->loadParameters(w));
-        const std::vector<int32_t> in = bytesOf("hello");
-        std::vector<int32_t> targets(in.size(), 0);
-        QVERIFY(backend->forward(in, targets, 1, 5));
-        std::vector<float> p(256);
-        QVERIFY(backend->storeProbabilities(0, 4, p));
-        double sum = 0;
-        for (float x : p)
-            sum += x;
-        QVERIFY(std::abs(sum - 1.0) < 1e-4);
-        // A forward with the target j at the last position has loss -log p[j] there; with
-        // causal attention the last position's probabilities do not depend on the targets.
-        for (int32_t j : {int32_t{0}, int32_t{'o'}, int32_t{200}}) {
-            std::vector<int32_t> one(in.size(), 0);
-            one.back() = j;
-            auto loss = backend->forward(in, one, 1, 5);
+        // V = 300 pads to 320 rows: every position's row must be found at the padded stride.
+        for (const char* shape : {"L=1,NH=2,C=16,T=8", "L=1,NH=2,C=16,T=8,V=300"}) {
+            auto model = ModelConfig::parse(shape);
+            QVERIFY2(model, shape);
+            const int V = model->vocabSize;
+            auto backend = cpuBackend(*model, 2);
+            QVERIFY(backend);
+            ParameterLayout layout(*model);
+            std::vector<float> w(static_cast<size_t>(layout.parameterCount()));
+            initParameters(layout, w, 5);
+            QVERIFY(backend->loadParameters(w));
+            Rng rng(3);
+            std::vector<int32_t> in(10), targets(10);
+            for (size_t i = 0; i < in.size(); ++i) {
+                in[i] = static_cast<int32_t>(rng.below(V));
+                targets[i] = static_cast<int32_t>(rng.below(V));
+            }
+            auto loss = backend->forward(in, targets, 2, 5);
             QVERIFY(loss);
-            std::vector<float> q(256);
-            QVERIFY(backend->storeProbabilities(0, 4, q));
-            QCOMPARE(q, p);
+            // The loss is the mean of -log p[target] over every (row, position).
+            double sum = 0;
+            std::vector<float> p(static_cast<size_t>(V));
+            for (int row = 0; row < 2; ++row) {
+                for (int t = 0; t < 5; ++t) {
+                    QVERIFY(backend->storeProbabilities(row, t, p));
+                    double mass = 0;
+                    for (float x : p)
+                        mass += x;
+                    QVERIFY(std::abs(mass - 1.0) < 1e-4);
+                    sum += -std::log(p[static_cast<size_t>(targets[row * 5 + t])]);
+                }
+            }
+            QVERIFY2(std::abs(sum / 10 - *loss) < 1e-5,
+                     qPrintable(QString("%1 against %2").arg(sum / 10).arg(*loss)));
+            // Refusals.
+            QVERIFY(!backend->storeProbabilities(2, 0, p));
+            QVERIFY(!backend->storeProbabilities(0, 5, p));
+            std::vector<float> shortOut(10);
+            QVERIFY(!backend->storeProbabilities(0, 0, shortOut));
         }
-        QVERIFY(backend->forward(std::vector<int32_t>{in.back()}, std::vector<int32_t>{'o'}, 1, 1));
-        std::vector<float> q(256);
-        QVERIFY(backend->storeProbabilities(0, 0, q));
-        auto loss =
-            backend->forward(std::vector<int32_t>{in.back()}, std::vector<int32_t>{'o'}, 1, 1);
-        QVERIFY(std::abs(std::exp(-*loss) - q['o']) < 1e-6);
-        // Refusals.
-        QVERIFY(!backend->storeProbabilities(1, 0, q));
-        QVERIFY(!backend->storeProbabilities(0, 1, q));
-        std::vector<float> shortOut(10);
-        QVERIFY(!backend->storeProbabilities(0, 0, shortOut));
     }
 
     void trainedModelContinuesItsPattern() {

@@ -30,6 +30,8 @@ Manifest sampleManifest() {
     m.dataShard = 0;
     m.dataOffset = 1000;
     m.dataLength = 5000;
+    m.dataTokenBytes = 2;
+    m.dataHeaderBytes = 1024;
     m.dataSha256 = sha256(std::string_view("d"));
     m.innerSteps = 50;
     m.batch = 8;
@@ -121,6 +123,11 @@ class TestNetProtocol : public QObject {
         QCOMPARE(back->learningRate(2), 6e-4f);
         QVERIFY(back->learningRate(3) < 6e-4f);
         QCOMPARE(back->dataSha256, m.dataSha256);
+        QCOMPARE(back->dataTokenBytes, 2);
+        QCOMPARE(back->dataHeaderBytes, int64_t{1024});
+        // Tokens [1000, 6000) of uint16 after the 1024-byte header: bytes [3024, 13024).
+        QCOMPARE(back->dataByteOffset(), int64_t{3024});
+        QCOMPARE(back->dataByteLength(), int64_t{10000});
         QCOMPARE(back->model, m.model);
         QCOMPARE(back->signingText(), m.signingText());
         // Any change breaks the signature.
@@ -143,8 +150,13 @@ class TestNetProtocol : public QObject {
         };
         auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
         QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
-        auto badProtocol = Manifest::fromJson(replace("\"protocol\":1", "\"protocol\":2"));
-        QVERIFY(contains(badProtocol.error().message, "protocol version 2 is not supported"));
+        // A manifest of protocol v1 (byte ranges, no token width) is refused, saying so.
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":2", "\"protocol\":1"));
+        QVERIFY(contains(badProtocol.error().message,
+                         "protocol version 1 is not supported, expected 2"));
+        auto badWidth = Manifest::fromJson(replace("\"token_bytes\":2", "\"token_bytes\":4"));
+        QVERIFY(!badWidth);
+        QVERIFY(contains(badWidth.error().message, "token_bytes"));
         auto badModel = Manifest::fromJson(replace("\"heads\":", "\"heads\":0,\"x\":"));
         QVERIFY(!badModel);
         auto badSeqLen = Manifest::fromJson(replace("\"seq_len\":", "\"seq_len\":9999,\"y\":"));
