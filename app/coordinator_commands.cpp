@@ -1,6 +1,7 @@
 #include "coordinator_commands.hpp"
 
 #include "command_line.hpp"
+#include "run_data.hpp"
 #include "run_export.hpp"
 #include "samples.hpp"
 

@@ -391,4 +391,25 @@ int64_t RunData::shardStart(const TrainShard& shard) const {
     return i == 0 ? 0 : m_trainEnds[i - 1];
 }
 
+std::optional<std::filesystem::path> runTokenizerFile(const std::filesystem::path& stateDir,
+                                                      const RunSettings& run) {
+    const auto file = StateDir::tokenizerModelIn(stateDir);
+    std::error_code ec;
+    if (run.dataKind == kDataBytes || !std::filesystem::exists(file, ec))
+        return std::nullopt;
+    return file;
+}
+
+Expected<std::unique_ptr<Tokenizer>> runTokenizer(const std::filesystem::path& stateDir,
+                                                  const RunSettings& run) {
+    if (run.dataKind == kDataBytes)
+        return makeByteTokenizer();
+    auto file = runTokenizerFile(stateDir, run);
+    if (!file)
+        return makeError(
+            "the run has no tokenizer (its llm.c shards were given without "
+            "--tokenizer), so what its model writes cannot be read");
+    return loadTokenizer(*file);
+}
+
 }  // namespace tandem::coord

@@ -12,9 +12,12 @@
 #include "run_setup.hpp"
 #include "state_dir.hpp"
 #include "token_shard.hpp"
+#include "tokenizer.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,5 +107,13 @@ class RunData {
     std::vector<TokenView> m_validation;
     std::vector<int64_t> m_trainEnds;
 };
+
+// The run's tokenizer file, when it was created with one (see Coordinator::tokenizerPath).
+// stateDir: the run's state directory (read without its lock).
+std::optional<std::filesystem::path> runTokenizerFile(const std::filesystem::path& stateDir,
+                                                      const RunSettings& run);
+// The tokenizer samples are written with: the run's file, bytes for a byte-level run, else none.
+Expected<std::unique_ptr<Tokenizer>> runTokenizer(const std::filesystem::path& stateDir,
+                                                  const RunSettings& run);
 
 }  // namespace tandem::coord

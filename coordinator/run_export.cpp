@@ -2,7 +2,7 @@
 
 #include "checkpoint.hpp"
 #include "file_io.hpp"
-#include "samples.hpp"
+#include "run_data.hpp"
 #include "schema.hpp"
 #include "sqlite.hpp"
 

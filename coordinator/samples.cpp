@@ -17,27 +17,6 @@ int64_t samplingPositions(const ModelConfig& model, std::span<const int64_t> pro
     return total;
 }
 
-std::optional<std::filesystem::path> runTokenizerFile(const std::filesystem::path& stateDir,
-                                                      const RunSettings& run) {
-    const auto file = StateDir::tokenizerModelIn(stateDir);
-    std::error_code ec;
-    if (run.dataKind == kDataBytes || !std::filesystem::exists(file, ec))
-        return std::nullopt;
-    return file;
-}
-
-Expected<std::unique_ptr<Tokenizer>> runTokenizer(const std::filesystem::path& stateDir,
-                                                  const RunSettings& run) {
-    if (run.dataKind == kDataBytes)
-        return makeByteTokenizer();
-    auto file = runTokenizerFile(stateDir, run);
-    if (!file)
-        return makeError(
-            "the run has no tokenizer (its llm.c shards were given without "
-            "--tokenizer), so what its model writes cannot be read");
-    return loadTokenizer(*file);
-}
-
 Expected<std::vector<ModelSample>> writeSamples(const ModelConfig& model,
                                                 std::span<const float> weights,
                                                 const Tokenizer& tokenizer,

@@ -6,15 +6,10 @@
 #pragma once
 
 #include "model.hpp"
-#include "run_setup.hpp"
 #include "sampler.hpp"
-#include "state_dir.hpp"
 #include "tokenizer.hpp"
 
 #include <cstdint>
-#include <filesystem>
-#include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,14 +38,6 @@ struct ModelSample {
 // of at most T tokens): what the time prediction multiplies by the measured rate.
 int64_t samplingPositions(const ModelConfig& model, std::span<const int64_t> promptTokens,
                           int newTokens);
-
-// The run's tokenizer file, when it was created with one (see Coordinator::tokenizerPath).
-// stateDir: the run's state directory (read without its lock).
-std::optional<std::filesystem::path> runTokenizerFile(const std::filesystem::path& stateDir,
-                                                      const RunSettings& run);
-// The tokenizer samples are written with: the run's file, bytes for a byte-level run, else none.
-Expected<std::unique_ptr<Tokenizer>> runTokenizer(const std::filesystem::path& stateDir,
-                                                  const RunSettings& run);
 
 // One continuation per prompt, on the CPU backend with `threads` threads.
 Expected<std::vector<ModelSample>> writeSamples(const ModelConfig& model,
