@@ -52,8 +52,8 @@ class TestModel : public QObject {
                                       << "whole number";
         QTest::newRow("unknown name") << "huge"
                                       << "expected tiny, small, medium";
-        QTest::newRow("wrong vocab") << "L=2,NH=4,C=128,T=64,V=512"
-                                     << "expected 256";
+        QTest::newRow("vocab of one") << "L=2,NH=4,C=128,T=64,V=1"
+                                      << "vocabulary size (V) is 1, expected 2 to 1048576";
     }
     void refusesNonsense() {
         QFETCH(QString, text);
