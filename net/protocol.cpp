@@ -1,156 +1,10 @@
 #include "protocol.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <limits>
+#include "protocol_json.hpp"
 
 namespace tandem::net {
 
-using nlohmann::json;
-
-namespace {
-
-// Reads fields of one JSON object and remembers the first problem, so that a parser reads like
-// a list of fields and reports "field 'x': expected ..., found ...".
-class Reader {
-  public:
-    Reader(const json& object, std::string context) : m_j(object), m_context(std::move(context)) {}
-
-    bool failed() const { return m_error.has_value(); }
-    Error error() const { return *m_error; }
-
-    const json* field(const char* name) {
-        if (failed())
-            return nullptr;
-        auto it = m_j.find(name);
-        if (it == m_j.end()) {
-            fail(std::string("field '") + name + "' is missing");
-            return nullptr;
-        }
-        return &*it;
-    }
-
-    std::string string(const char* name, size_t minLen, size_t maxLen) {
-        const json* v = field(name);
-        if (!v)
-            return {};
-        if (!v->is_string())
-            return typeError(name, "a string", *v), std::string();
-        std::string s = v->get<std::string>();
-        if (s.size() < minLen || s.size() > maxLen)
-            fail(std::string("field '") + name + "' must be " + std::to_string(minLen) + " to " +
-                 std::to_string(maxLen) + " characters long, found " + std::to_string(s.size()));
-        return s;
-    }
-
-    int64_t integer(const char* name, int64_t lo, int64_t hi) {
-        const json* v = field(name);
-        if (!v)
-            return 0;
-        if (!v->is_number_integer())
-            return typeError(name, "an integer", *v), 0;
-        if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX))
-            return rangeError(name, lo, hi, v->dump()), 0;
-        int64_t x = v->get<int64_t>();
-        if (x < lo || x > hi)
-            rangeError(name, lo, hi, std::to_string(x));
-        return x;
-    }
-
-    double number(const char* name, double lo, double hi) {
-        const json* v = field(name);
-        if (!v)
-            return 0;
-        if (!v->is_number())
-            return typeError(name, "a number", *v), 0.0;
-        double x = v->get<double>();
-        if (!std::isfinite(x) || x < lo || x > hi)
-            fail(std::string("field '") + name + "' must be a finite number in [" + num(lo) + ", " +
-                 num(hi) + "], found " + v->dump());
-        return x;
-    }
-
-    std::optional<double> optionalNumber(const char* name) {
-        if (failed())
-            return std::nullopt;
-        auto it = m_j.find(name);
-        if (it == m_j.end() || it->is_null())
-            return std::nullopt;
-        return number(name, -std::numeric_limits<double>::max(),
-                      std::numeric_limits<double>::max());
-    }
-
-    Sha256Digest digest(const char* name) {
-        std::string s = string(name, 0, 1000);
-        if (failed())
-            return {};
-        auto d = digestFromHex(s);
-        if (!d)
-            return fail(std::string("field '") + name + "': " + d.error().message), Sha256Digest{};
-        return *d;
-    }
-
-    PublicKey publicKey(const char* name) {
-        std::string s = string(name, 0, 1000);
-        if (failed())
-            return {};
-        auto k = publicKeyFromBase64(s);
-        if (!k)
-            return fail(std::string("field '") + name + "': " + k.error().message), PublicKey{};
-        return *k;
-    }
-
-    Signature signature(const char* name) {
-        std::string s = string(name, 0, 1000);
-        if (failed())
-            return {};
-        auto k = signatureFromBase64(s);
-        if (!k)
-            return fail(std::string("field '") + name + "': " + k.error().message), Signature{};
-        return *k;
-    }
-
-    const json* object(const char* name) {
-        const json* v = field(name);
-        if (v && !v->is_object())
-            return typeError(name, "an object", *v), nullptr;
-        return v;
-    }
-
-    const json* array(const char* name) {
-        const json* v = field(name);
-        if (v && !v->is_array())
-            return typeError(name, "an array", *v), nullptr;
-        return v;
-    }
-
-    void fail(std::string message) {
-        if (!m_error)
-            m_error = makeError(m_context + ": " + std::move(message));
-    }
-
-  private:
-    static std::string num(double x) {
-        json j = x;
-        return j.dump();
-    }
-    static const char* typeName(const json& v) { return v.type_name(); }
-    void typeError(const char* name, const char* expected, const json& v) {
-        fail(std::string("field '") + name + "' must be " + expected + ", found " + typeName(v));
-    }
-    void rangeError(const char* name, int64_t lo, int64_t hi, const std::string& found) {
-        fail(std::string("field '") + name + "' must be in [" + std::to_string(lo) + ", " +
-             std::to_string(hi) + "], found " + found);
-    }
-
-    const json& m_j;
-    std::string m_context;
-    std::optional<Error> m_error;
-};
-
-constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMaxSeed = (int64_t{1} << 53) - 1;
+namespace protocol_json {
 
 Expected<json> parseObject(std::string_view text, const char* what) {
     json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -186,6 +40,12 @@ ModelConfig modelFromJson(Reader& r, const char* name) {
         r.fail(std::string("field '") + name + "': " + st.error().message);
     return c;
 }
+
+}  // namespace protocol_json
+
+using namespace protocol_json;
+
+namespace {
 
 std::string b64(std::span<const uint8_t> bytes) {
     return toBase64(bytes);
@@ -499,113 +359,5 @@ Expected<Receipt> Receipt::fromJson(std::string_view text) {
 }
 
 // ---- status
-
-namespace {
-
-json sampleToJson(const SampleSummary& s) {
-    return {{"version", s.version}, {"prompt", s.prompt}, {"text", s.text}};
-}
-
-}  // namespace
-
-std::string samplesToJson(const std::vector<SampleSummary>& samples) {
-    json list = json::array();
-    for (const auto& s : samples)
-        list.push_back(sampleToJson(s));
-    return json{{"samples", list}}.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string RunStatus::toJson() const {
-    json history_ = json::array();
-    for (const auto& h : history) {
-        history_.push_back({{"round", h.round},
-                            {"val_loss", h.valLoss ? json(*h.valLoss) : json(nullptr)},
-                            {"contributors", h.contributors},
-                            {"tokens", h.tokens}});
-    }
-    json out{{"run_id", runId},
-             {"round", round},
-             {"model", modelToJson(model)},
-             {"active_workers", activeWorkers},
-             {"total_tokens", totalTokens},
-             {"work_unit_seconds", workUnitSeconds},
-             {"batch", batch},
-             {"seq_len", seqLen},
-             {"history", history_}};
-    if (latestExport)
-        out["latest_export"] = {{"path", latestExport->path},
-                                {"format", latestExport->format},
-                                {"version", latestExport->version},
-                                {"exported_unix", latestExport->exportedUnix}};
-    if (latestSample)
-        out["latest_sample"] = sampleToJson(*latestSample);
-    return out.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
-    auto j = parseObject(text, "status");
-    if (!j)
-        return j.error();
-    Reader r(*j, "status");
-    RunStatus s;
-    s.runId = r.integer("run_id", 1, kMaxI64);
-    s.round = r.integer("round", 0, kMaxI64);
-    s.model = modelFromJson(r, "model");
-    s.activeWorkers = static_cast<int>(r.integer("active_workers", 0, 1 << 30));
-    s.totalTokens = r.integer("total_tokens", 0, kMaxI64);
-    if (j->contains("work_unit_seconds"))
-        s.workUnitSeconds = static_cast<int>(r.integer("work_unit_seconds", 0, 86400 * 365));
-    if (j->contains("batch"))  // absent from older coordinators
-        s.batch = static_cast<int>(r.integer("batch", 0, 1 << 20));
-    if (j->contains("seq_len"))
-        s.seqLen = static_cast<int>(r.integer("seq_len", 0, 1 << 20));
-    if (const json* h = r.array("history")) {
-        for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
-            const json& e = (*h)[i];
-            if (!e.is_object()) {
-                r.fail("history entry " + std::to_string(i) + " is not an object");
-                break;
-            }
-            Reader er(e, "status history entry " + std::to_string(i));
-            RoundSummary rs;
-            rs.round = er.integer("round", 0, kMaxI64);
-            rs.valLoss = er.optionalNumber("val_loss");
-            rs.contributors = static_cast<int>(er.integer("contributors", 0, 1 << 30));
-            rs.tokens = er.integer("tokens", 0, kMaxI64);
-            if (er.failed())
-                r.fail(er.error().message);
-            s.history.push_back(rs);
-        }
-    }
-    if (j->contains("latest_export")) {
-        const json& e = (*j)["latest_export"];
-        if (!e.is_object()) {
-            r.fail("latest_export is not an object");
-        } else {
-            Reader er(e, "status latest_export");
-            ExportInfo x;
-            x.path = er.string("path", 1, 4096);
-            x.format = er.string("format", 1, 32);
-            x.version = er.integer("version", 0, kMaxI64);
-            x.exportedUnix = er.integer("exported_unix", 0, kMaxI64);
-            if (er.failed())
-                r.fail(er.error().message);
-            s.latestExport = x;
-        }
-    }
-    if (const json* ls = j->contains("latest_sample") ? r.object("latest_sample") : nullptr) {
-        Reader sr(*ls, "status latest_sample");
-        SampleSummary sample;
-        sample.version = sr.integer("version", 0, kMaxI64);
-        sample.prompt = sr.string("prompt", 0, 1 << 16);
-        sample.text = sr.string("text", 0, 1 << 20);
-        if (sr.failed())
-            r.fail(sr.error().message);
-        s.latestSample = std::move(sample);
-    }
-    if (r.failed())
-        return r.error();
-    return s;
-}
 
 }  // namespace tandem::net

@@ -317,7 +317,8 @@ class TestCoordinatorCorpora : public QObject {
         cfg.tokenizer = dir / "not.model";
         Opened o = open(cfg);
         QVERIFY(!o.c);
-        QVERIFY2(o.error.find("is not a SentencePiece model") != std::string::npos,
+        QVERIFY2(o.error.find("is neither an llm.c tokenizer file nor a SentencePiece model") !=
+                     std::string::npos,
                  o.error.c_str());
         QVERIFY(!fs::exists(dir / "state"));
         auto small = coord::trainTokenizer({{dir / "not.model"}, 100, dir / "t.model"});
