@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
     // vocabularies than 256 (issue 14, item 1) the check runs at V = 256 and says so.
     ModelConfig m{2, 4, 32, 16, 300};  // L, NH, C, T, V
     if (auto st = m.validate(); !st) {
-        std::printf("note: V = 300 refused (%s); checking at V = 256\n", st.error().message.c_str());
+        std::printf("note: V = 300 refused (%s); checking at V = 256\n",
+                    st.error().message.c_str());
         m.vocabSize = 256;
     }
     const ParameterLayout layout(m);
