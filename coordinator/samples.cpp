@@ -29,7 +29,7 @@ Expected<std::vector<ModelSample>> writeSamples(const ModelConfig& model,
         return st.error();
     if (auto st = (*backend)->loadParameters(weights); !st)
         return st.error();
-    const auto& prompts = config.prompts.empty() ? kDefaultPrompts : config.prompts;
+    const auto& prompts = config.promptsToWrite();
     std::vector<ModelSample> samples;
     for (size_t i = 0; i < prompts.size(); ++i) {
         const auto start = std::chrono::steady_clock::now();
@@ -54,7 +54,7 @@ void Coordinator::Impl::sampleVersion(int64_t sampled, std::span<const float> we
     const SampleConfig& sc = cfg.samples;
     if (sc.maxSeconds <= 0 || sc.tokens <= 0 || !tokenizer)
         return;  // without a tokenizer, restore() said why once
-    const auto& prompts = sc.prompts.empty() ? kDefaultPrompts : sc.prompts;
+    const auto& prompts = sc.promptsToWrite();
     std::vector<int64_t> promptTokens;
     for (const std::string& p : prompts) {
         auto ids = tokenizer->encode(p);

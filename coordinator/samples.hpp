@@ -16,16 +16,20 @@
 
 namespace tandem::coord {
 
+inline const std::vector<std::string> kDefaultPrompts = {"The ", "Once upon a time",
+                                                         "Q: What is the meaning of life?\nA:"};
+
 struct SampleConfig {
     std::vector<std::string> prompts;  // empty: kDefaultPrompts
     int tokens = 64;                   // new tokens per prompt
     int topK = 40;
     uint64_t seed = 1;
     double maxSeconds = 10;  // skip sampling when all prompts would take longer; 0: never sample
-};
 
-inline const std::vector<std::string> kDefaultPrompts = {"The ", "Once upon a time",
-                                                         "Q: What is the meaning of life?\nA:"};
+    const std::vector<std::string>& promptsToWrite() const {
+        return prompts.empty() ? kDefaultPrompts : prompts;
+    }
+};
 
 struct ModelSample {
     int64_t version = 0;

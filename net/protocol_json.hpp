@@ -79,6 +79,13 @@ class Reader {
         return x;
     }
 
+    // The object in field `name`, or nullptr when the field is absent (fields newer senders add).
+    const json* optionalObject(const char* name) {
+        if (failed() || !m_j.contains(name))
+            return nullptr;
+        return object(name);
+    }
+
     std::optional<double> optionalNumber(const char* name) {
         if (failed())
             return std::nullopt;

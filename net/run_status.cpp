@@ -84,23 +84,18 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
             s.history.push_back(rs);
         }
     }
-    if (j->contains("latest_export")) {
-        const json& e = (*j)["latest_export"];
-        if (!e.is_object()) {
-            r.fail("latest_export is not an object");
-        } else {
-            Reader er(e, "status latest_export");
-            ExportInfo x;
-            x.path = er.string("path", 1, 4096);
-            x.format = er.string("format", 1, 32);
-            x.version = er.integer("version", 0, kMaxI64);
-            x.exportedUnix = er.integer("exported_unix", 0, kMaxI64);
-            if (er.failed())
-                r.fail(er.error().message);
-            s.latestExport = x;
-        }
+    if (const json* e = r.optionalObject("latest_export")) {
+        Reader er(*e, "status latest_export");
+        ExportInfo x;
+        x.path = er.string("path", 1, 4096);
+        x.format = er.string("format", 1, 32);
+        x.version = er.integer("version", 0, kMaxI64);
+        x.exportedUnix = er.integer("exported_unix", 0, kMaxI64);
+        if (er.failed())
+            r.fail(er.error().message);
+        s.latestExport = x;
     }
-    if (const json* ls = j->contains("latest_sample") ? r.object("latest_sample") : nullptr) {
+    if (const json* ls = r.optionalObject("latest_sample")) {
         Reader sr(*ls, "status latest_sample");
         SampleSummary sample;
         sample.version = sr.integer("version", 0, kMaxI64);
