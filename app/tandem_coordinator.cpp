@@ -4,6 +4,7 @@
 #include "coordinator_commands.hpp"
 #include "coordinator_tokenizer_command.hpp"
 #include "log_stamp.hpp"
+#include "metrics_server.hpp"
 #include "server.hpp"
 #include "tandem_version.hpp"
 
@@ -40,28 +41,44 @@ void logLine(const std::string& line) {
     std::fflush(stderr);
 }
 
-// --listen HOST:PORT ([v6]:PORT too).
-void parseListen(const std::string& text, ServerConfig& server) {
+struct ListenAddress {
+    std::string host;
+    int port = 0;
+};
+
+// HOST:PORT ([v6]:PORT too) of the option `option`.
+ListenAddress parseListen(const std::string& option, const std::string& text) {
     const size_t colon = text.rfind(':');
     if (colon == std::string::npos)
-        throw app::badValue("--listen expects HOST:PORT, found '" + text + "'");
+        throw app::badValue(option + " expects HOST:PORT, found '" + text + "'");
     const auto port = app::parseInteger(text.substr(colon + 1), 0, 65535);
     if (!port)
-        throw app::badValue(app::integerError("--listen port", text.substr(colon + 1), 0, 65535));
-    server.host = text.substr(0, colon);
-    if (server.host.size() > 2 && server.host.front() == '[')
-        server.host = server.host.substr(1, server.host.size() - 2);
-    server.port = static_cast<int>(*port);
+        throw app::badValue(app::integerError(option + " port", text.substr(colon + 1), 0, 65535));
+    ListenAddress out{text.substr(0, colon), static_cast<int>(*port)};
+    if (out.host.size() > 2 && out.host.front() == '[')
+        out.host = out.host.substr(1, out.host.size() - 2);
+    return out;
 }
 
 // The command line into `cfg` and `server`; a value means "exit with it now".
 std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, CoordinatorConfig& cfg,
-                                ServerConfig& server, app::CoordinatorCommands& commands,
+                                ServerConfig& server, std::optional<ListenAddress>& metrics,
+                                app::CoordinatorCommands& commands,
                                 app::TokenizerCommand& tokenizer) {
     app::setUpCommandLine(cli, kUsage, {}, TANDEM_VERSION);
     cli.add_option_function<std::string>(
-           "--listen", [&server](const std::string& v) { parseListen(v, server); },
+           "--listen",
+           [&server](const std::string& v) {
+               const ListenAddress a = parseListen("--listen", v);
+               server.host = a.host;
+               server.port = a.port;
+           },
            "address to listen on (default 127.0.0.1:8443; port 0: any free port)")
+        ->type_name("HOST:PORT");
+    cli.add_option_function<std::string>(
+           "--metrics-listen",
+           [&metrics](const std::string& v) { metrics = parseListen("--metrics-listen", v); },
+           "serve Prometheus metrics at http://HOST:PORT/metrics (plain HTTP; off by default)")
         ->type_name("HOST:PORT");
     cli.add_option("--state-dir", cfg.stateDir,
                    "database, weights, keys and certificates (default ./tandem-coordinator)")
@@ -200,10 +217,12 @@ int main(int argc, char** argv) {
     cfg.quorum = 1;  // --quorum auto
     cfg.quorumOfActiveWorkers = true;
     ServerConfig server;
+    std::optional<ListenAddress> metricsAddress;
     CLI::App cli(kDescription, "tandem-coordinator");
     app::CoordinatorCommands commands;
     app::TokenizerCommand tokenizer;
-    if (auto exitCode = parseOptions(cli, argc, argv, cfg, server, commands, tokenizer))
+    if (auto exitCode =
+            parseOptions(cli, argc, argv, cfg, server, metricsAddress, commands, tokenizer))
         return *exitCode;
     if (auto exitCode = app::runCoordinatorCommand(commands, cfg.stateDir))
         return *exitCode;
@@ -245,11 +264,23 @@ int main(int argc, char** argv) {
     logLine("listening on https://" + server.host + ":" + std::to_string((*srv)->port()));
     // Tests read the port from here when they ask for port 0.
     std::printf("listening on port %d\npin %s\n", (*srv)->port(), tls->pin.c_str());
+    std::unique_ptr<MetricsServer> metrics;
+    if (metricsAddress) {
+        auto m = MetricsServer::start(**coordinator, metricsAddress->host, metricsAddress->port,
+                                      logLine);
+        if (!m)
+            return fail(m.error().message);
+        metrics = std::move(*m);
+        logLine("metrics at http://" + metricsAddress->host + ":" +
+                std::to_string(metrics->port()) + "/metrics");
+        std::printf("metrics on port %d\n", metrics->port());
+    }
     std::fflush(stdout);
 
     int sig = 0;
     sigwait(&signals, &sig);
     logLine(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+    metrics.reset();
     (*srv)->stop();
     srv->reset();
     coordinator->reset();

@@ -139,58 +139,99 @@ class EngineHost {
     std::unique_ptr<app::WiredEngine> m_wired;
 };
 
+// Names and version of the application, for QApplication and QCoreApplication alike.
+void setIdentity() {
+    QCoreApplication::setApplicationName(QStringLiteral("tandem"));
+    QCoreApplication::setOrganizationName(QStringLiteral("Tandem"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(TANDEM_VERSION));
+}
+
+// The command line; translated, so made after the translations are installed.
+struct CommandLine {
+    QCommandLineParser parser;
+    const QCommandLineOption coordinator{
+        QStringLiteral("coordinator"),
+        QCoreApplication::translate("main",
+                                    "Pre-fill the coordinator URL (also $TANDEM_COORDINATOR)."),
+        QStringLiteral("url")};
+    const QCommandLineOption pin{
+        QStringLiteral("pin"),
+        QCoreApplication::translate(
+            "main", "Pre-fill the coordinator's key pin, sha256//... (also $TANDEM_PIN)."),
+        QStringLiteral("pin")};
+    const QCommandLineOption ca{
+        QStringLiteral("ca-file"),
+        QCoreApplication::translate("main", "Trust the coordinator through this CA file."),
+        QStringLiteral("file")};
+    const QCommandLineOption data{
+        QStringLiteral("data-dir"),
+        QCoreApplication::translate("main",
+                                    "Settings, identity, ledger and work (default "
+                                    "~/.local/share/tandem; also $TANDEM_DATA_DIR)."),
+        QStringLiteral("dir")};
+    const QCommandLineOption background{
+        QStringLiteral("background"),
+        QCoreApplication::translate(
+            "main", "Start in the tray without showing the window (used at login).")};
+    const QCommandLineOption skipWizard{
+        QStringLiteral("skip-wizard"),
+        QCoreApplication::translate(
+            "main", "With --coordinator: join without the first-run wizard, with default limits.")};
+
+    CommandLine() {
+        parser.setApplicationDescription(QCoreApplication::translate(
+            "main",
+            "Donate this computer's spare GPU time to the training of an open language model."));
+        parser.addHelpOption();
+        parser.addVersionOption();
+        parser.addOptions({coordinator, pin, ca, data, background, skipWizard});
+    }
+};
+
+// --help and --version are answered without a display (a terminal over SSH, a package check).
+bool asksForHelpOrVersion(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--")
+            return false;
+        if (a == "-h" || a == "-?" || a == "--help" || a == "--help-all" || a == "-v" ||
+            a == "--version")
+            return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (asksForHelpOrVersion(argc, argv)) {
+        QCoreApplication core(argc, argv);
+        setIdentity();
+        ui::installTranslations(QLocale::system());
+        CommandLine commandLine;
+        commandLine.parser.process(core);  // prints and exits
+        return 0;
+    }
     reexecWithOneBlasThread(argv);
     // Few malloc arenas: the GUI, D-Bus, thread-pool and engine threads would otherwise each
     // keep an arena of freed memory (about 10 MB measured).
     mallopt(M_ARENA_MAX, 2);
     QApplication app(argc, argv);
-    QApplication::setApplicationName(QStringLiteral("tandem"));
+    setIdentity();
     QApplication::setApplicationDisplayName(QStringLiteral("Tandem"));
-    QApplication::setOrganizationName(QStringLiteral("Tandem"));
-    QApplication::setApplicationVersion(QStringLiteral(TANDEM_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("tandem"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/tandem.svg")));
     QApplication::setQuitOnLastWindowClosed(false);
     ui::installTranslations(QLocale::system());  // German when the system speaks it
 
-    QCommandLineParser parser;
-    parser.setApplicationDescription(QCoreApplication::translate(
-        "main",
-        "Donate this computer's spare GPU time to the training of an open language model."));
-    parser.addHelpOption();
-    parser.addVersionOption();
-    const QCommandLineOption coordinatorOpt(
-        QStringLiteral("coordinator"),
-        QCoreApplication::translate("main",
-                                    "Pre-fill the coordinator URL (also $TANDEM_COORDINATOR)."),
-        QStringLiteral("url"));
-    const QCommandLineOption pinOpt(
-        QStringLiteral("pin"),
-        QCoreApplication::translate(
-            "main", "Pre-fill the coordinator's key pin, sha256//... (also $TANDEM_PIN)."),
-        QStringLiteral("pin"));
-    const QCommandLineOption caOpt(
-        QStringLiteral("ca-file"),
-        QCoreApplication::translate("main", "Trust the coordinator through this CA file."),
-        QStringLiteral("file"));
-    const QCommandLineOption dataOpt(
-        QStringLiteral("data-dir"),
-        QCoreApplication::translate("main",
-                                    "Settings, identity, ledger and work (default "
-                                    "~/.local/share/tandem; also $TANDEM_DATA_DIR)."),
-        QStringLiteral("dir"));
-    const QCommandLineOption backgroundOpt(
-        QStringLiteral("background"),
-        QCoreApplication::translate(
-            "main", "Start in the tray without showing the window (used at login)."));
-    const QCommandLineOption skipWizardOpt(
-        QStringLiteral("skip-wizard"),
-        QCoreApplication::translate(
-            "main", "With --coordinator: join without the first-run wizard, with default limits."));
-    parser.addOptions({coordinatorOpt, pinOpt, caOpt, dataOpt, backgroundOpt, skipWizardOpt});
+    CommandLine commandLine;
+    QCommandLineParser& parser = commandLine.parser;
+    const QCommandLineOption& coordinatorOpt = commandLine.coordinator;
+    const QCommandLineOption& pinOpt = commandLine.pin;
+    const QCommandLineOption& caOpt = commandLine.ca;
+    const QCommandLineOption& dataOpt = commandLine.data;
+    const QCommandLineOption& backgroundOpt = commandLine.background;
+    const QCommandLineOption& skipWizardOpt = commandLine.skipWizard;
     parser.process(app);
 
     auto optionOrEnv = [&](const QCommandLineOption& o, const char* env) {

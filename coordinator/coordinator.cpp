@@ -9,7 +9,24 @@
 
 #include "safe_text.hpp"
 
+#include <sys/statvfs.h>
+
 namespace tandem::coord {
+
+namespace {
+
+// Clients holding a unit with a live heartbeat.
+int64_t activeWorkers(Coordinator::Impl& c) {
+    auto a = c.db.prepare(
+        "SELECT COUNT(DISTINCT client_id) FROM work_units WHERE run_id = ? AND state = 'assigned' "
+        "AND heartbeat_unix >= ?");
+    if (!a)
+        return 0;
+    a->bind(1, c.runId).bind(2, c.now() - c.cfg.heartbeatTimeoutSeconds);
+    return a->step() ? a->integer(0) : 0;
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Startup
@@ -81,7 +98,10 @@ Outcome<net::RegisterResponse> Coordinator::registerClient(std::string_view body
     if (!req)
         return refuse(400, "bad_request", req.error().message);
     std::lock_guard lock(m_impl->mu);
-    return m_impl->clients.add(*req, m_impl->key.publicKey());
+    auto out = m_impl->clients.add(*req, m_impl->key.publicKey());
+    if (out.ok())
+        m_impl->metrics.countRegistration();
+    return out;
 }
 
 Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
@@ -135,8 +155,10 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
                                                                  std::string_view signature,
                                                                  bool dryRun) {
     auto state = m_impl->beginUpload(clientId, workUnitId, contentLength, signature, dryRun);
-    if (!state.ok())
+    if (!state.ok()) {
+        m_impl->metrics.countRefused(state.refusal().code);
         return state.refusal();
+    }
     if (!state.value())
         return std::unique_ptr<UploadSession>();  // dry run
     return std::unique_ptr<UploadSession>(new UploadSession(std::move(state.value())));
@@ -187,17 +209,70 @@ net::RunStatus Coordinator::status() {
     auto t = c.db.prepare("SELECT COALESCE(SUM(tokens), 0) FROM results");
     if (t && t->step())
         s.totalTokens = t->integer(0);
-    auto a = c.db.prepare(
-        "SELECT COUNT(DISTINCT client_id) FROM work_units WHERE run_id = ? AND state = 'assigned' "
-        "AND heartbeat_unix >= ?");
-    if (a) {
-        a->bind(1, c.runId).bind(2, c.now() - c.cfg.heartbeatTimeoutSeconds);
-        if (a->step())
-            s.activeWorkers = static_cast<int>(a->integer(0));
-    }
+    s.activeWorkers = static_cast<int>(activeWorkers(c));
     if (auto newest = c.latestSamples(1); !newest.empty())
         s.latestSample = net::SampleSummary{newest[0].version, newest[0].prompt, newest[0].text};
     return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+MetricsGauges Coordinator::Impl::metricsGauges() {
+    MetricsGauges g;
+    g.runId = runId;
+    g.model = run.model.describe();
+    g.parameters = P;
+    g.version = version;
+    g.activeWorkers = activeWorkers(*this);
+    g.uploadsInFlight = uploadsTotal;
+    g.uploadSlots = cfg.maxConcurrentUploads;
+    g.roundQuorum = roundQuorum();
+    if (auto q = db.prepare("SELECT COUNT(*) FROM work_units WHERE run_id = ? AND state = "
+                            "'assigned'")) {
+        q->bind(1, runId);
+        if (q->step())
+            g.assignedUnits = q->integer(0);
+    }
+    if (auto q = db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?")) {
+        q->bind(1, runId).bind(2, version);
+        if (q->step())
+            g.roundContributors = q->integer(0);
+    }
+    if (auto q = db.prepare("SELECT round, val_loss FROM rounds WHERE run_id = ? AND val_loss IS "
+                            "NOT NULL ORDER BY round DESC LIMIT 1")) {
+        q->bind(1, runId);
+        if (q->step()) {
+            g.validationLossRound = q->integer(0);
+            g.validationLoss = q->real(1);
+        }
+    }
+    std::error_code ec;
+    const fs::path dbFile = dirs.databaseFile();
+    for (const fs::path& f : {dbFile, fs::path(dbFile.string() + "-wal")}) {
+        const auto bytes = fs::file_size(f, ec);
+        if (!ec)
+            g.databaseBytes += static_cast<int64_t>(bytes);
+    }
+    struct statvfs v {};
+    if (::statvfs(dirs.root().c_str(), &v) == 0) {
+        g.diskFreeBytes = static_cast<int64_t>(v.f_bavail) * static_cast<int64_t>(v.f_frsize);
+        g.diskTotalBytes = static_cast<int64_t>(v.f_blocks) * static_cast<int64_t>(v.f_frsize);
+    }
+    return g;
+}
+
+Metrics& Coordinator::metrics() {
+    return m_impl->metrics;
+}
+
+std::string Coordinator::metricsText() {
+    MetricsGauges g;
+    {
+        std::lock_guard lock(m_impl->mu);
+        g = m_impl->metricsGauges();
+    }
+    return m_impl->metrics.render(g);
 }
 
 Outcome<ServedFile> Coordinator::weightsFile(int64_t runId, int64_t version) {

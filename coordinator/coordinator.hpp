@@ -107,6 +107,7 @@ struct ServedFile {
 using Logger = std::function<void(const std::string&)>;
 
 class Coordinator;
+class Metrics;
 
 // One streaming upload (PUT /v1/results/{id}). Bytes go to a staging file, a SHA-256 and a
 // private fp32 scratch (decoded with accumulateFp16 chunk by chunk as they arrive); the round
@@ -157,6 +158,10 @@ class Coordinator {
                                                         std::string_view signature,
                                                         bool dryRun = false);
     net::RunStatus status();
+    // GET /metrics: the Prometheus text exposition (metrics.hpp).
+    std::string metricsText();
+    // The counters, for the HTTP layer's own figures (responses, bytes sent).
+    Metrics& metrics();
     // The newest samples, newest version first (at most `limit` of them).
     std::vector<ModelSample> samples(int64_t runId, int64_t limit);
     Outcome<ServedFile> weightsFile(int64_t runId, int64_t version);

@@ -9,6 +9,7 @@
 
 #include "client_registry.hpp"
 #include "messages.hpp"
+#include "metrics.hpp"
 #include "result_format.hpp"
 #include "run_data.hpp"
 #include "run_setup.hpp"
@@ -50,6 +51,7 @@ struct Coordinator::Impl {
     net::SigningKey key;
     ThreadPool pool;  // aggregation, outer step
     ClientRegistry clients;
+    Metrics metrics;  // counters for /metrics (metrics.hpp)
 
     // The run (fixed when it was created).
     int64_t runId = 0;
@@ -166,6 +168,10 @@ struct Coordinator::Impl {
     // Blocks until every queued validation has been recorded (evaluates them itself without
     // background threads).
     void waitForValidation();
+
+    // ---- metrics (coordinator.cpp), mu held
+
+    MetricsGauges metricsGauges();
 };
 
 // An upload holding a slot (beginUpload); its destructor gives the slot back.

@@ -39,6 +39,7 @@ Outcome<void> Coordinator::Impl::releaseWork(int64_t clientId, int64_t workUnitI
     const std::string reason = "released by its client";
     if (auto st = abandonWorkUnit(db, runId, workUnitId, reason); !st)
         return internalError(st.error().message);
+    metrics.countAbandoned("released", db.changes());
     log("work unit " + id + " released by client " + std::to_string(clientId));
     return {};
 }

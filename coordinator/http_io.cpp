@@ -7,8 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -158,7 +161,8 @@ RangeResult parseRange(const std::string& header, int64_t size) {
 }  // namespace
 
 // Serves a file (or a range of it) from an open descriptor, streaming in 1 MiB pieces.
-void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file) {
+void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file,
+               std::function<void(size_t)> sent) {
     const std::string etag = "\"" + net::toHex(file.sha256) + "\"";
     res.set_header("ETag", etag);
     res.set_header("Accept-Ranges", "bytes");
@@ -205,15 +209,35 @@ void serveFile(const httplib::Request& req, httplib::Response& res, const Served
         res.status = 200;
     }
     res.set_content_provider(static_cast<size_t>(length), "application/octet-stream",
-                             [holder, start](size_t offset, size_t len, httplib::DataSink& sink) {
+                             [holder, start, sent = std::move(sent)](size_t offset, size_t len,
+                                                                     httplib::DataSink& sink) {
                                  std::vector<char> buf(std::min<size_t>(len, 1 << 20));
                                  ssize_t n = ::pread(
                                      *holder, buf.data(), buf.size(),
                                      static_cast<off_t>(start + static_cast<int64_t>(offset)));
-                                 if (n <= 0)
+                                 if (n <= 0 || !sink.write(buf.data(), static_cast<size_t>(n)))
                                      return false;
-                                 return sink.write(buf.data(), static_cast<size_t>(n));
+                                 if (sent)
+                                     sent(static_cast<size_t>(n));
+                                 return true;
                              });
+}
+
+void bindExclusively(httplib::Server& server) {
+    server.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
+}
+
+void listenInBackground(httplib::Server& server, std::thread& thread) {
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    thread = std::thread([&server, ended] {
+        server.listen_after_bind();
+        *ended = true;
+    });
+    while (!server.is_running() && !*ended)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 // The JSON body of an answer that cpp-httplib made itself (no route, a refused request line).

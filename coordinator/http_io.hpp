@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace tandem::coord {
 
@@ -40,7 +41,18 @@ Refusal badLength(const httplib::Request& req);
 bool drainBody(const httplib::ContentReader& reader);
 
 // Serves a file (or one range of it) from disk, streaming in 1 MiB pieces; ETag = SHA-256.
-void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file);
+// sent, when given, learns the size of every piece written to the client.
+void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file,
+               std::function<void(size_t)> sent = {});
+
+// cpp-httplib binds with SO_REUSEPORT, so a second server on a port in use would share it
+// silently (the kernel spreading connections over both). This keeps SO_REUSEADDR only: a
+// restarted server binds at once, a second one gets "address in use".
+void bindExclusively(httplib::Server& server);
+
+// Runs a bound server's loop on `thread` and returns once it runs (or ended): a stop() before
+// the loop starts would be lost, and joining the thread would then wait forever.
+void listenInBackground(httplib::Server& server, std::thread& thread);
 
 // The JSON body of an answer that cpp-httplib made itself (no route, a refused request line).
 void errorBody(const httplib::Request& req, httplib::Response& res);

@@ -176,13 +176,22 @@ double Coordinator::Impl::normReference() {
 }
 
 std::optional<Outcome<std::string>> UploadSession::feed(std::span<const uint8_t> bytes) {
-    return m_s->stream.feed(bytes);
+    m_s->c->metrics.addUploadBytes(static_cast<int64_t>(bytes.size()));
+    auto answer = m_s->stream.feed(bytes);
+    if (answer && !answer->ok())
+        m_s->c->metrics.countRefused(answer->refusal().code);
+    return answer;
 }
 
 Outcome<std::string> UploadSession::finish(bool complete) {
-    if (auto r = m_s->stream.finish(complete))
-        return *r;
-    return m_s->c->commitResult(*m_s);
+    auto out = [&]() -> Outcome<std::string> {
+        if (auto r = m_s->stream.finish(complete))
+            return *r;
+        return m_s->c->commitResult(*m_s);
+    }();
+    if (!out.ok())
+        m_s->c->metrics.countRefused(out.refusal().code);
+    return out;
 }
 
 Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
@@ -280,6 +289,7 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         if (auto r = tx.commit(); !r)
             return fail(r.error().message);
     }
+    metrics.countAccepted(header.tokens);
     addScaled(sum, upload.delta(), static_cast<float>(weight), &pool);
     int64_t contributors = 0;
     {

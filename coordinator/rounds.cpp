@@ -33,6 +33,7 @@ Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& 
 }
 
 Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
+    const auto started = std::chrono::steady_clock::now();
     const int64_t r = version;
     int64_t contributors = 0, tokens = 0;
     double weightSum = 0;
@@ -100,13 +101,17 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
                 "the run moved on; its base version is beyond the staleness bound");
             !s)
             return s;
+        const int64_t staleUnits = db.changes();
         if (auto s = tx.commit(); !s)
             return s;
+        metrics.countAbandoned("stale", staleUnits);
     }
     theta.swap(next->theta);
     vel.swap(next->velocity);
     std::fill(sum.begin(), sum.end(), 0.0f);
     version = r + 1;
+    metrics.countRoundClosed(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     weightFiles[version] = *published;
     while (!weightFiles.empty() && weightFiles.begin()->first < version - cfg.maxStaleness)
         weightFiles.erase(weightFiles.begin());
@@ -158,7 +163,8 @@ void Coordinator::Impl::abandonTimedOut() {
         victims.emplace_back(id, why + "; its data was reassigned");
     }
     for (auto& [id, why] : victims) {
-        (void)abandonWorkUnit(db, runId, id, why);
+        if (abandonWorkUnit(db, runId, id, why))
+            metrics.countAbandoned("timeout", db.changes());
         log("work unit " + std::to_string(id) + " abandoned: " + why);
     }
 }

@@ -2,6 +2,7 @@
 
 #include "file_io.hpp"
 #include "http_io.hpp"
+#include "metrics.hpp"
 #include "safe_text.hpp"
 #include "tls.hpp"
 
@@ -197,7 +198,10 @@ void Server::Impl::routes() {
     s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
         // An empty method is cpp-httplib reading the unread body of a refused upload as the next
         // request before it closes the connection: not worth a line.
-        if (res.status < 400 || req.method.empty())
+        if (req.method.empty())
+            return;
+        coord.metrics().countResponse(res.status);
+        if (res.status < 400)
             return;
         try {
             log(net::loggable(req.remote_addr + " " + req.method + " " + req.path + " -> " +
@@ -324,8 +328,8 @@ void Server::Impl::routes() {
     });
 
     // /v1/runs/<run>/<kind>/<n>: the file lookup(run, n) names.
-    auto serveRunFile = [this](auto lookup) {
-        return [this, lookup](const httplib::Request& req, httplib::Response& res) {
+    auto serveRunFile = [this](std::string kind, auto lookup) {
+        return [this, kind, lookup](const httplib::Request& req, httplib::Response& res) {
             if (!auth(req, res))
                 return;
             auto run = pathNumber(req, 1), n = pathNumber(req, 2);
@@ -334,14 +338,18 @@ void Server::Impl::routes() {
             auto f = lookup(*run, *n);
             if (!f.ok())
                 return sendRefusal(res, f.refusal());
-            serveFile(req, res, f.value());
+            serveFile(req, res, f.value(), [this, kind](size_t bytes) {
+                coord.metrics().addDownloadBytes(kind, bytes);
+            });
         };
     };
-    s.Get(R"(/v1/runs/(\d+)/weights/(\d+))", serveRunFile([this](int64_t run, int64_t version) {
+    s.Get(R"(/v1/runs/(\d+)/weights/(\d+))",
+          serveRunFile("weights", [this](int64_t run, int64_t version) {
               return coord.weightsFile(run, version);
           }));
-    s.Get(R"(/v1/runs/(\d+)/data/(\d+))",
-          serveRunFile([this](int64_t run, int64_t shard) { return coord.dataShard(run, shard); }));
+    s.Get(R"(/v1/runs/(\d+)/data/(\d+))", serveRunFile("data", [this](int64_t run, int64_t shard) {
+              return coord.dataShard(run, shard);
+          }));
 
     s.Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, coord.status().toJson());
@@ -462,6 +470,7 @@ Expected<std::unique_ptr<Server>> Server::create(Coordinator& coordinator, Serve
             {coordinator.maxUploadBytes(), impl->cfg.maxSpeedtestBytes, impl->cfg.maxJsonBytes}) +
         kDrainLimit));
     s.set_tcp_nodelay(true);
+    bindExclusively(s);
     impl->routes();
     return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
@@ -482,7 +491,7 @@ Status Server::start() {
     if (s.port <= 0)
         return makeError("cannot listen on " + s.cfg.host + ":" + std::to_string(s.cfg.port) +
                          " (in use, or not an address of this machine?)");
-    s.thread = std::thread([&s] { s.http->listen_after_bind(); });
+    listenInBackground(*s.http, s.thread);
     return {};
 }
 

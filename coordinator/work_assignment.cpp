@@ -205,6 +205,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     if (auto st = ins->run(); !st)
         return internalError(st.error().message);
     const int64_t wuId = db.lastInsertId();
+    metrics.countAssigned();
 
     net::Manifest m;
     m.workUnitId = wuId;
@@ -302,7 +303,8 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
                        "; results based on version " + std::to_string(base) +
                        " are no longer accepted (staleness bound " +
                        std::to_string(cfg.maxStaleness) + ")";
-        (void)abandonWorkUnit(db, runId, workUnitId, reply.reason);
+        if (abandonWorkUnit(db, runId, workUnitId, reply.reason))
+            metrics.countAbandoned("stale", db.changes());
         return reply;
     }
     auto upd = db.prepare(
@@ -317,6 +319,7 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
         .bind(5, workUnitId);
     if (auto st = upd->run(); !st)
         return internalError(st.error().message);
+    metrics.countHeartbeat();
     return reply;
 }
 

@@ -283,7 +283,12 @@ class TestInstaller : public QObject {
             Result dyn = run("readelf", {"-d", bin});
             QVERIFY2(!dyn.out.contains("(RPATH)") && !dyn.out.contains("(RUNPATH)"),
                      qPrintable(p + " carries an RPATH/RUNPATH:\n" + dyn.text()));
-            Result v = run(bin, {"--version"}, {"QT_QPA_PLATFORM=offscreen"});
+            // Without a display: --version and --help answer from a terminal over SSH too.
+            const QStringList noDisplay{"QT_QPA_PLATFORM=", "DISPLAY=", "WAYLAND_DISPLAY="};
+            Result help = run(bin, {"--help"}, noDisplay);
+            QVERIFY2(help.exitCode == 0 && help.out.contains("--version"),
+                     qPrintable(p + " --help without a display:\n" + help.text()));
+            Result v = run(bin, {"--version"}, noDisplay);
             QVERIFY2(v.started, qPrintable(p + " did not start"));
             QVERIFY2(v.exitCode == 0, qPrintable(p + " --version exited " +
                                                  QString::number(v.exitCode) + ":\n" + v.text()));
