@@ -83,6 +83,10 @@ accepted=$(q "SELECT COUNT(*) FROM work_units WHERE state = 'accepted'")
 dropped=$(q "SELECT COUNT(*) FROM work_units WHERE trained_at_ms IS NOT NULL AND state IN ('abandoned', 'rejected')")
 compute=$(q "SELECT COALESCE(SUM(compute_seconds), 0) FROM work_units")
 wall=$(echo "$end - $start" | bc -l)
+# Why each dropped unit was dropped (the detail of its last transition).
+q "SELECT t.detail FROM work_unit_transitions t JOIN work_units w ON w.id = t.work_unit_id WHERE
+   w.trained_at_ms IS NOT NULL AND w.state IN ('abandoned', 'rejected') AND t.id = (SELECT MAX(id)
+   FROM work_unit_transitions WHERE work_unit_id = w.id)" | sed 's/^/dropped: /' >&2
 python3 - "$up" "$model" "$steps" "$trained" "$accepted" "$dropped" "$compute" "$wall" "$json" <<'PY'
 import json, sys
 up, model, steps, trained, accepted, dropped, compute, wall, out = sys.argv[1:]
