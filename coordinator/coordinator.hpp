@@ -73,7 +73,12 @@ struct CoordinatorConfig {
     SampleConfig samples;  // what the model writes, after each version (samples.hpp)
     int threads = 2;       // aggregation, outer step, validation and samples
     uint64_t seed = 1;
-    bool backgroundThreads = true;   // ticker and validator; tests drive tick() themselves
+    // Ticker and validator; tests drive tick() themselves. With them, the upload that completes a
+    // round is answered at once and the ticker closes the round; without, the commit closes it.
+    bool backgroundThreads = true;
+    // Tests: called as a round close starts its outer step, without the lock (round: the one
+    // closing).
+    std::function<void(int64_t round)> testBeforeClose;
     std::function<int64_t()> clock;  // unix seconds; default: the system clock
 };
 

@@ -244,6 +244,7 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
     receipt.clientId = s.clientId;
     receipt.round = version;
     receipt.weight = weight;
+    receipt.credit = header.tokens;  // the donor's work, not reduced by staleness
     receipt.timeUnix = nowUnix;
     receipt.resultDigest = upload.resultDigest();
     receipt.sign(key);
@@ -307,7 +308,11 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" + std::to_string(needed) +
         ")");
     if (contributors >= needed) {
-        if (auto st = closeRound(lock); !st)
+        // The ticker closes the round (rounds.cpp, tick), so that this answer does not wait for
+        // the outer step and the files of the new version.
+        if (cfg.backgroundThreads)
+            tickCv.notify_all();
+        else if (auto st = closeRound(lock); !st)
             log("error: closing the round failed: " + st.error().message);
     }
     return receiptJson;

@@ -69,6 +69,8 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     // and nothing else changes theta, vel or sum.
     closing = true;
     lock.unlock();
+    if (cfg.testBeforeClose)
+        cfg.testBeforeClose(r);
     auto next =
         outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late, cfg.outer, &pool);
     Expected<ServedFile> published =
@@ -194,8 +196,9 @@ void Coordinator::Impl::tick() {
     if (!q->step())
         return;
     const int64_t deadline = q->integer(0), contributors = q->integer(1);
-    // A worker that went silent no longer holds up a round that waits for the active ones.
-    if (contributors > 0 && cfg.quorumOfActiveWorkers && contributors >= roundQuorum()) {
+    // The upload that completed the round only woke the ticker (result_intake.cpp); and a worker
+    // that went silent no longer holds up a round that waits for the active ones.
+    if (contributors > 0 && contributors >= roundQuorum()) {
         if (auto st = closeRound(lock); !st)
             log("error: closing the round failed: " + st.error().message);
         return;

@@ -129,7 +129,10 @@ void Engine::Impl::engineMain() {
         }
     } catch (const CrashStop&) {
     }
+    if (!shared.crashed.load())
+        runner.releaseBackend();  // the moments kept in memory go to disk
     shared.uploads.stop();
+    shared.heartbeats.stop();
     if (!shared.crashed.load())
         shared.setState(EngineState::Stopped, "Stopped");
     shared.command([this] { shared.threadEnded = true; });
@@ -176,6 +179,21 @@ void Engine::start() {
     if (i.engineThread.joinable())
         return;
     i.shared.uploads.start([&i](const PendingResult& result) { return i.uploader.run(result); });
+    EngineShared& s = i.shared;
+    s.heartbeats.start(
+        [&s] {
+            std::vector<HeartbeatTarget> out;
+            std::lock_guard lock(s.mu);
+            for (const PendingResult& p : s.uploads.jobsLocked()) {
+                net::ProgressReport r;
+                r.step = p.steps;
+                r.loss = p.lossLast;
+                out.push_back({p.workUnitId, p.heartbeatMs, r});
+            }
+            return out;
+        },
+        [&s](EventLevel level, const std::string& m) { s.log(level, m); },
+        [&s] { return s.crashed.load(); });
     i.engineThread = std::thread([&i] { i.engineMain(); });
 }
 

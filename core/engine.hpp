@@ -16,6 +16,8 @@
 //   results/<id>.result  finished results waiting for their receipt (+ <id>.json)
 //   work_request.json    the request id of a work request whose answer is not recorded yet
 //   optimizer.ckpt/json  AdamW moments kept across units of the same run on the same device
+//                        (in memory between units; here on the checkpoint clock and on a hold
+//                        or quit)
 #pragma once
 
 #include "backend.hpp"
@@ -75,7 +77,7 @@ struct EngineConfig {
     int maxWorkUnits = 0;        // > 0: stop once this many units are trained and settled
     bool overlapUploads = true;  // train the next unit while a result uploads (staleness 1)
 
-    int64_t checkpointIntervalMs = 5 * 60 * 1000;  // while training, by the clock
+    int64_t checkpointIntervalMs = 5 * 60 * 1000;  // while training, and the kept moments
     int checkpointEverySteps = 0;                  // > 0: also every N steps (tests)
     int64_t rulesCheckIntervalMs = 10000;          // while training; 0: every step
     int64_t sampleIntervalMs = 60000;              // device samples into the ledger
@@ -91,8 +93,9 @@ struct EngineConfig {
 
     // Tests: called at named points ("download", "checkpoint", "result", "upload", "receipt":
     // mid-download, between a checkpoint file and its progress.json, between the result file and
-    // the ledger, mid-upload, between the coordinator's answer and the stored receipt), so a test
-    // can kill the process exactly there (tandem-worker: TANDEM_TEST_KILL_AT).
+    // the ledger, mid-upload, between the coordinator's answer and the stored receipt; "moments":
+    // the kept moments written), so a test can kill the process exactly there (tandem-worker:
+    // TANDEM_TEST_KILL_AT).
     std::function<void(const char* point)> testHook;
 };
 

@@ -21,7 +21,8 @@ EngineShared::EngineShared(EngineConfig config, Engine::Dependencies dependencie
           std::memcpy(&s, b.data(), 8);
           return s;
       }()),
-      uploads(mu, cv, [this] { return now(); }, std::clamp<int64_t>(cfg.pollIntervalMs, 1, 1000)) {
+      uploads(mu, cv, [this] { return now(); }, std::clamp<int64_t>(cfg.pollIntervalMs, 1, 1000)),
+      heartbeats(deps.api, deps.clock, std::clamp<int64_t>(cfg.pollIntervalMs, 1, 1000)) {
     snap.device = cfg.deviceDescription.empty() ? cfg.device : cfg.deviceDescription;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine.hpp"
+#include "heartbeat_sender.hpp"
 #include "random.hpp"
 #include "unit_files.hpp"
 #include "upload_queue.hpp"
@@ -49,6 +50,8 @@ struct EngineShared {
     Rng jitter{1};  // both threads draw from it: jitterUnit()
 
     UploadQueue uploads;  // results waiting for their receipt, under mu
+    // Heartbeats for the unit in training and the queued results, on their own thread.
+    HeartbeatSender heartbeats;
 
     std::atomic<bool> crashed{false};
 

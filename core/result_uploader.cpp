@@ -130,7 +130,10 @@ void ResultUploader::settle(const PendingResult& p, WorkUnitState state, const s
         rec.workUnitId = id;
         rec.roundApplied = outcome->receipt.round;
         rec.weight = outcome->receipt.weight;
-        rec.credit = outcome->receipt.weight;
+        // Credit is the work done (tokens); the weight only says how much the result counted in
+        // its round's average. An older coordinator sends no credit: its weight, as before.
+        rec.credit = outcome->receipt.credit ? static_cast<double>(*outcome->receipt.credit)
+                                             : outcome->receipt.weight;
         rec.receivedAtMs = m_shared.now();
         rec.signature.assign(outcome->receipt.signature.begin(), outcome->receipt.signature.end());
         rec.body.assign(outcome->receiptJson.begin(), outcome->receiptJson.end());
@@ -143,7 +146,9 @@ void ResultUploader::settle(const PendingResult& p, WorkUnitState state, const s
         last.credit = rec.credit;
         m_shared.log(EventLevel::Info, "work unit " + id + " accepted into round " +
                                            std::to_string(rec.roundApplied) + " (weight " +
-                                           std::to_string(static_cast<int64_t>(rec.weight)) + ")");
+                                           std::to_string(static_cast<int64_t>(rec.weight)) +
+                                           ", credit " +
+                                           std::to_string(static_cast<int64_t>(rec.credit)) + ")");
     } else if (state == WorkUnitState::Abandoned) {
         m_shared.transition(p.workUnitId, WorkUnitState::Abandoned, detail);
         m_shared.log(

@@ -1,4 +1,4 @@
-// Writing the result of a trained unit: results/<id>.result + .json, the moments kept.
+// Writing the result of a trained unit: results/<id>.result + .json, the result queued.
 #include "result_writer.hpp"
 
 #include "file_io.hpp"
@@ -45,6 +45,7 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
     p.digest = net::resultDigest(*header);
     p.steps = header->steps;
     p.lossLast = header->lossLast;
+    p.heartbeatMs = heartbeatPeriodMs(m.heartbeatSeconds);
     p.signature = m_shared.key.sign(p.digest);
     m_shared.checkCrash();
     if (auto st = writeFileAtomically(p.file, body); !st) {
@@ -63,18 +64,6 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
     (void)m_shared.ledger.updateWorkUnitProgress(id, a.tokens, a.step, a.computeSeconds,
                                                  a.lossFirst, a.lossLast, m_shared.now());
     m_shared.transition(m.workUnitId, WorkUnitState::Trained);
-    // Moments for the next unit of this run.
-    Checkpoint ck;
-    ck.config = m.model;
-    ck.parameters.resize(start.size());
-    if (backend.storeParameters(ck.parameters)) {
-        if (auto opt = backend.storeOptimizerState()) {
-            ck.optimizer = std::move(*opt);
-            if (auto st = saveMoments(m_shared.files, m, m_shared.cfg.device, ck); !st)
-                m_shared.log(EventLevel::Warning,
-                             "cannot keep the AdamW moments: " + st.error().message);
-        }
-    }
     m_shared.checkCrash();
     std::error_code ec;
     fs::remove_all(a.dir, ec);

@@ -1,6 +1,6 @@
 // The end of a trained unit: its pseudo-gradient (start weights - trained weights, fp16) into
-// results/<id>.result with its header, results/<id>.json beside it, the ledger's Trained, the
-// AdamW moments kept for the next unit of the run, and the result queued for upload.
+// results/<id>.result with its header, results/<id>.json beside it, the ledger's Trained, and the
+// result queued for upload (the AdamW moments stay in the backend: UnitRunner).
 // Internal to core/.
 #pragma once
 

@@ -128,6 +128,7 @@ struct PendingResult {
     net::Signature signature{};
     int64_t steps = 0;
     float lossLast = 0;
+    int64_t heartbeatMs = 15000;      // the manifest's heartbeat period (recovered: the default)
     bool stillWantedChecked = false;  // asked the coordinator before the first upload
 };
 

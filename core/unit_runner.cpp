@@ -1,4 +1,4 @@
-// Training one work unit: backend, step loop, heartbeats, checkpoints.
+// Training one work unit: backend, step loop, progress for the heartbeats, checkpoints.
 #include "unit_runner.hpp"
 
 #include "corpus.hpp"
@@ -71,7 +71,30 @@ void UnitRunner::abandonUnit(const ActiveUnit& unit, const std::string& why) {
     m_shared.snap.current.reset();
 }
 
+void UnitRunner::saveMoments() {
+    if (!m_unsavedMoments || !m_backend || m_backendB == 0 || m_shared.crashed.load())
+        return;
+    const net::Manifest& m = *m_unsavedMoments;
+    Checkpoint ck;
+    ck.config = m.model;
+    ck.parameters.resize(static_cast<size_t>(m.model.parameterCount()));
+    if (m_backend->storeParameters(ck.parameters)) {
+        if (auto opt = m_backend->storeOptimizerState()) {
+            ck.optimizer = std::move(*opt);
+            if (auto st = core::saveMoments(m_shared.files, m, m_shared.cfg.device, ck); !st)
+                m_shared.log(EventLevel::Warning,
+                             "cannot keep the AdamW moments: " + st.error().message);
+            else
+                m_shared.hook("moments");
+        }
+    }
+    m_unsavedMoments.reset();
+    m_lastMomentsSaveMs = m_shared.now();
+}
+
 void UnitRunner::releaseBackend() {
+    saveMoments();
+    m_momentsRun.reset();
     m_backend.reset();
     m_backendB = 0;
 }
@@ -106,7 +129,24 @@ Status UnitRunner::ensureBackend(const ModelConfig& model, int B, int T) {
     return {};
 }
 
+void UnitRunner::reportProgress(const ActiveUnit& a) {
+    HeartbeatTarget t;
+    t.workUnitId = a.manifest.workUnitId;
+    t.periodMs = heartbeatPeriodMs(a.manifest.heartbeatSeconds);
+    t.report.step = a.step;
+    t.report.loss = a.lossLast.value_or(0.0f);
+    t.report.tokensPerSecond = m_tokensPerSecond;
+    m_shared.heartbeats.setTraining(t);
+}
+
 TrainOutcome UnitRunner::train(ActiveUnit& a) {
+    const TrainOutcome outcome = trainSteps(a);
+    // A finished unit is queued by now, and the heartbeat thread reports it from the queue.
+    m_shared.heartbeats.clearTraining();
+    return outcome;
+}
+
+TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
     const net::Manifest& m = a.manifest;
     const int B = m.batch, T = m.seqLen;
     const std::string id = wuKey(m.workUnitId);
@@ -165,18 +205,24 @@ TrainOutcome UnitRunner::train(ActiveUnit& a) {
             failUnit(a, st.error().message);
             return TrainOutcome::Failed;
         }
-        auto carried = carriedMoments(m_shared.files, m, m_shared.cfg.device);
-        OptimizerState opt;
-        if (carried) {
-            opt = std::move(*carried);
-            m_shared.log(EventLevel::Debug, "work unit " + id + ": AdamW moments carried over");
+        if (m_momentsRun == m.runId) {
+            // The last unit's moments are still in the backend (same run, model and shape).
+            m_shared.log(EventLevel::Debug,
+                         "work unit " + id + ": AdamW moments carried over in memory");
         } else {
-            opt.m.assign(P, 0.0f);
-            opt.v.assign(P, 0.0f);
-        }
-        if (auto st = m_backend->loadOptimizerState(opt); !st) {
-            failUnit(a, st.error().message);
-            return TrainOutcome::Failed;
+            auto carried = carriedMoments(m_shared.files, m, m_shared.cfg.device);
+            OptimizerState opt;
+            if (carried) {
+                opt = std::move(*carried);
+                m_shared.log(EventLevel::Debug, "work unit " + id + ": AdamW moments carried over");
+            } else {
+                opt.m.assign(P, 0.0f);
+                opt.v.assign(P, 0.0f);
+            }
+            if (auto st = m_backend->loadOptimizerState(opt); !st) {
+                failUnit(a, st.error().message);
+                return TrainOutcome::Failed;
+            }
         }
         a.step = 0;
         a.tokens = 0;
@@ -185,12 +231,16 @@ TrainOutcome UnitRunner::train(ActiveUnit& a) {
         a.lossLast.reset();
         a.computeSeconds = 0;
     }
+    // From here the backend's moments are this unit's (its checkpoints keep them).
+    m_momentsRun.reset();
+    m_unsavedMoments.reset();
+    if (!m_lastMomentsSaveMs)
+        m_lastMomentsSaveMs = m_shared.now();
     m_shared.transition(m.workUnitId, WorkUnitState::Training);
     m_shared.setState(EngineState::Training, "training",
                       "upload work unit " + id + " after step " + std::to_string(m.innerSteps));
     std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
     int64_t lastCheckpointMs = m_shared.now();
-    int64_t lastHeartbeatMs = INT64_MIN;
     if (!m_lastSampleMs)
         m_lastSampleMs = m_shared.now();
     int64_t stepsSinceCheckpoint = 0;
@@ -199,6 +249,8 @@ TrainOutcome UnitRunner::train(ActiveUnit& a) {
     int64_t savedStep = a.checkpointFile.empty() ? -1 : a.step;  // on disk as a checkpoint
     bool released = false;
     auto holdCheckpoint = [&] {
+        // A held unit sends no heartbeats: the coordinator may give its data to someone else.
+        m_shared.heartbeats.clearTraining();
         if (!checkpointed && a.step > 0) {
             if (auto st = checkpoint(a, sampler.state()); !st) {
                 m_shared.log(EventLevel::Warning, "checkpoint failed: " + st.error().message);
@@ -227,24 +279,13 @@ TrainOutcome UnitRunner::train(ActiveUnit& a) {
         m_shared.setState(EngineState::Training, "training",
                           "upload work unit " + id + " after step " + std::to_string(m.innerSteps));
         firstStep = false;
-        // Heartbeat (and the coordinator's word on whether to go on).
-        const int64_t hbEveryMs = std::max<int64_t>(1000, m.heartbeatSeconds * 1000LL / 2);
-        if (lastHeartbeatMs == INT64_MIN || m_shared.now() >= lastHeartbeatMs + hbEveryMs) {
-            lastHeartbeatMs = m_shared.now();
-            net::ProgressReport report;
-            report.step = a.step;
-            report.loss = a.lossLast.value_or(0.0f);
-            report.tokensPerSecond = m_tokensPerSecond;
-            auto reply = m_shared.deps.api->reportProgress(m.workUnitId, report);
-            m_shared.checkCrash();
-            if (reply && reply->action == "abandon") {
-                abandonUnit(a,
-                            reply->reason.empty() ? "the coordinator abandoned it" : reply->reason);
-                return TrainOutcome::Abandoned;
-            }
-            if (!reply)
-                m_shared.log(EventLevel::Warning, "heartbeat failed: " + reply.error().message);
+        // The heartbeat thread reports the progress; its answer may end the unit.
+        if (auto why = m_shared.heartbeats.abandonReason(m.workUnitId)) {
+            m_shared.heartbeats.clearTraining();
+            abandonUnit(a, *why);
+            return TrainOutcome::Abandoned;
         }
+        reportProgress(a);
         const auto t0 = std::chrono::steady_clock::now();
         sampler.next(B, T, inputs, targets);
         auto loss = m_backend->forward(inputs, targets, B, T);
@@ -311,6 +352,12 @@ TrainOutcome UnitRunner::train(ActiveUnit& a) {
         failUnit(a, st.error().message);
         return TrainOutcome::Failed;
     }
+    // The moments stay in the backend for the next unit of the run; to disk on the clock, and
+    // before the backend goes (a hold, quitting, another shape).
+    m_momentsRun = m.runId;
+    m_unsavedMoments = m;
+    if (m_shared.now() >= *m_lastMomentsSaveMs + m_shared.cfg.checkpointIntervalMs)
+        saveMoments();
     return TrainOutcome::Finished;
 }
 

@@ -1,8 +1,9 @@
 // Training one work unit: the backend for the unit's model and shape (kept across units, given
 // back while the engine is held), the start weights or the unit's checkpoint, the step loop with
-// its heartbeats (the coordinator may abandon the unit), checkpoints by the clock or every N
-// steps and at every hold, device samples, and the result through the ResultWriter.
-// Internal to core/.
+// its progress for the heartbeat thread (whose answer may abandon the unit), checkpoints by the
+// clock or every N steps and at every hold, device samples, and the result through the
+// ResultWriter. The AdamW moments stay in the backend from one unit of a run to the next and go to
+// disk on the checkpoint clock and before the backend is given back. Internal to core/.
 #pragma once
 
 #include "backend.hpp"
@@ -34,13 +35,21 @@ class UnitRunner {
     // directory is gone and the caller drops the unit.
     TrainOutcome train(ActiveUnit& unit);
     // While held, the backend's memory (parameters, moments, activations: tens of MB to GB) goes
-    // back to the system. Between units it holds nothing unsaved (the moments are kept on disk);
+    // back to the system. Between units the moments it holds go to disk first (saveMoments);
     // during one, train() releases it only once the hold's checkpoint is written.
     void releaseBackend();
+    // The AdamW moments of the last finished unit, kept in the backend for the next unit of the
+    // run, to disk (optimizer.ckpt) if they are not there yet: on the checkpoint clock after a
+    // unit, and before the backend goes. A crash loses at most checkpointIntervalMs of them (the
+    // next unit starts from the older ones); results and units are never at stake.
+    void saveMoments();
     // The measured speed of the latest steps (0 before the first).
     double tokensPerSecond() const { return m_tokensPerSecond; }
 
   private:
+    TrainOutcome trainSteps(ActiveUnit& unit);
+    // The unit's progress to the heartbeat thread (core/heartbeat_sender.hpp).
+    void reportProgress(const ActiveUnit& unit);
     Status ensureBackend(const ModelConfig& model, int B, int T);
     // The backend's weights and moments into ckpt-<step>.ckpt, then progress.json naming it.
     Status checkpoint(ActiveUnit& unit, uint64_t samplerState);
@@ -56,6 +65,10 @@ class UnitRunner {
     ModelConfig m_backendModel;
     int m_backendB = 0, m_backendT = 0;
     double m_tokensPerSecond = 0;
+    // The run whose last finished unit's moments the backend holds, for the next unit.
+    std::optional<int64_t> m_momentsRun;
+    std::optional<net::Manifest> m_unsavedMoments;  // that unit, while they are not on disk
+    std::optional<int64_t> m_lastMomentsSaveMs;
     // Device samples are spaced by the clock across work units (units are often shorter than
     // the interval); set when training first starts.
     std::optional<int64_t> m_lastSampleMs;

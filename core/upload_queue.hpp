@@ -58,6 +58,7 @@ class UploadQueue {
     // With the mutex held.
     void pushLocked(PendingResult job);  // the caller wakes the thread (cv) after unlocking
     size_t sizeLocked() const { return m_jobs.size(); }
+    const std::deque<PendingResult>& jobsLocked() const { return m_jobs; }
     bool stopRequestedLocked() const { return m_stop; }
     // The front job when it is still workUnitId's, else null.
     PendingResult* frontLocked(int64_t workUnitId);

@@ -85,12 +85,15 @@ json manifestBody(const Manifest& m) {
 }
 
 json receiptBody(const Receipt& r) {
-    return json{{"work_unit_id", r.workUnitId},
-                {"client_id", r.clientId},
-                {"round", r.round},
-                {"weight", r.weight},
-                {"time_unix", r.timeUnix},
-                {"result_sha256", toHex(r.resultDigest)}};
+    json j{{"work_unit_id", r.workUnitId},
+           {"client_id", r.clientId},
+           {"round", r.round},
+           {"weight", r.weight},
+           {"time_unix", r.timeUnix},
+           {"result_sha256", toHex(r.resultDigest)}};
+    if (r.credit)
+        j["credit"] = *r.credit;
+    return j;
 }
 
 std::span<const uint8_t> bytesOf(const std::string& s) {
@@ -350,6 +353,8 @@ Expected<Receipt> Receipt::fromJson(std::string_view text) {
     out.clientId = r.integer("client_id", 1, kMaxI64);
     out.round = r.integer("round", 0, kMaxI64);
     out.weight = r.number("weight", 0, 1e18);
+    if (j->contains("credit"))
+        out.credit = r.integer("credit", 0, kMaxI64);
     out.timeUnix = r.integer("time_unix", 0, kMaxI64);
     out.resultDigest = r.digest("result_sha256");
     out.signature = r.signature("signature");

@@ -125,6 +125,9 @@ struct Receipt {
     int64_t timeUnix = 0;
     Sha256Digest resultDigest{};  // SHA-256 of the result header
     Signature signature{};        // by the coordinator, over signingText()
+    // The donor's credit: the tokens trained, whatever the weight (absent from receipts of
+    // older coordinators, whose workers credited the weight).
+    std::optional<int64_t> credit;
 
     std::string signingText() const;
     void sign(const SigningKey& key);

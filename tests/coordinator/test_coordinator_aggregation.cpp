@@ -165,6 +165,7 @@ class TestCoordinatorAggregation : public QObject {
         auto receiptA = net::Receipt::fromJson(uploadInPieces(*c, a, rA, 11));
         QVERIFY(receiptA.ok());
         QCOMPARE(receiptA->weight, 32.0);
+        QCOMPARE(receiptA->credit, std::optional<int64_t>(32));
         QCOMPARE(c->currentVersion(), 0);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, b, rB, 12)).ok());
         QCOMPARE(c->currentVersion(), 1);  // quorum 2 closed round 0
@@ -179,7 +180,8 @@ class TestCoordinatorAggregation : public QObject {
         auto receiptC = net::Receipt::fromJson(uploadInPieces(*c, cc, rC, 13));
         QVERIFY(receiptC.ok());
         QCOMPARE(receiptC->round, 1);
-        QCOMPARE(receiptC->weight, 64.0);
+        QCOMPARE(receiptC->weight, 64.0);                         // 128 tokens x 0.5^1
+        QCOMPARE(receiptC->credit, std::optional<int64_t>(128));  // full credit all the same
         t.close();
         t.open();
         QVERIFY2(t.ok(), t.error().c_str());

@@ -9,6 +9,11 @@
 
 #include <QtTest>
 
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
 using namespace tandem;
 using namespace tandem::testing;
 
@@ -95,6 +100,55 @@ class TestCoordinatorRounds : public QObject {
         QVERIFY(!failed);
         QVERIFY(
             failed.error().message.starts_with("re-basing the results trained from version 5: "));
+    }
+
+    // With the round thread running, the upload that completes a round is answered while the
+    // close is still to come: the close waits for the test here, the receipt does not. (Before,
+    // the commit ran the close itself and the answer waited for it.)
+    void receiptComesBeforeTheClose() {
+        std::mutex m;
+        std::condition_variable cv;
+        bool release = false;
+        int closesStarted = 0;
+        auto cfg = exactConfig();
+        cfg.backgroundThreads = true;
+        cfg.testBeforeClose = [&](int64_t) {
+            std::unique_lock lock(m);
+            ++closesStarted;
+            cv.notify_all();
+            cv.wait(lock, [&] { return release; });
+        };
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto& c = f.coordinator();
+        const int64_t P = c.parameterCount();
+        auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto ma = f.work(a), mb = f.work(b);
+        QVERIFY(f.upload(a, buildResult(ma, constantDelta(P, kHalfOne), a.key, 64)).ok());
+        auto second = std::async(std::launch::async, [&] {
+            return f.upload(b, buildResult(mb, constantDelta(P, kHalfThree), b.key, 64));
+        });
+        // A generous bound, not a timing: without the change the answer never comes while the
+        // close is held.
+        const bool answered =
+            second.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+        const int64_t versionAtAnswer = c.currentVersion();
+        {
+            std::lock_guard lock(m);
+            release = true;
+        }
+        cv.notify_all();
+        QVERIFY2(answered, "the upload that completed the round waited for the close");
+        auto receipt = second.get();
+        QVERIFY(receipt.ok());
+        QCOMPARE(net::Receipt::fromJson(*receipt)->round, int64_t{0});
+        QCOMPARE(versionAtAnswer, int64_t{0});
+        // The round thread closes it afterwards.
+        for (int i = 0; i < 3000 && c.currentVersion() == 0; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        QCOMPARE(c.currentVersion(), int64_t{1});
+        std::lock_guard lock(m);
+        QCOMPARE(closesStarted, 1);
     }
 
     void closesAtTheQuorum() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "checkpoint.hpp"
+#include "clock.hpp"
 #include "coordinator_api.hpp"
 #include "file_io.hpp"
 #include "model.hpp"
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -57,7 +59,9 @@ class FakeCoordinator final : public core::CoordinatorApi {
     bool abandonOnProgress = false;
     bool abandonFinishedUnits = false;  // "abandon" to the heartbeat sent before an upload
     bool badReceiptKey = false;
-    std::set<int64_t> nanUnits;                     // work units served NaN weights
+    double staleWeight = 1.0;    // the receipt's weight: tokens x this (0.5: one version late)
+    bool receiptCredit = true;   // false: a receipt without credit, as older coordinators sent
+    std::set<int64_t> nanUnits;  // work units served NaN weights
     std::function<void(int64_t)> onUploadAccepted;  // called after accepting, before answering
     // Called once a unit is assigned (committed here), before the answer returns: a crash there
     // is a worker killed between the coordinator's commit and its own record of the unit.
@@ -70,6 +74,32 @@ class FakeCoordinator final : public core::CoordinatorApi {
     // the request id each was assigned for: what GET /v1/work lists.
     std::map<int64_t, std::string> held;
     std::deque<core::ApiFailure> listFailures;  // the next listWork calls fail with these
+
+    bool blockProgress = false;  // heartbeats wait until cleared
+    // The coordinator's heartbeat timeout, as its tick applies it: set heartbeatClock, then
+    // expireSilent() abandons every held unit silent for longer than the timeout, except one
+    // whose upload is arriving (docs/protocol.md).
+    const core::Clock* heartbeatClock = nullptr;
+    std::map<int64_t, int64_t> lastHeartbeatMs;     // by heartbeatClock: assignment, progress
+    std::map<int64_t, std::string> abandonedUnits;  // work unit -> reason
+    std::set<int64_t> uploading;
+    int expireSilent(int64_t timeoutMs) {
+        std::lock_guard lock(mu);
+        const int64_t now = heartbeatClock->nowMs();
+        int n = 0;
+        for (auto it = held.begin(); it != held.end();) {
+            const int64_t id = it->first;
+            if (!uploading.count(id) && lastHeartbeatMs[id] < now - timeoutMs) {
+                abandonedUnits[id] =
+                    "no heartbeat for " + std::to_string((now - lastHeartbeatMs[id]) / 1000) + " s";
+                it = held.erase(it);
+                ++n;
+            } else {
+                ++it;
+            }
+        }
+        return n;
+    }
 
     // --- observations ---
     std::atomic<int> registrations{0};  // atomic: tests read them while the engine runs
@@ -168,6 +198,8 @@ class FakeCoordinator final : public core::CoordinatorApi {
             id = m_nextId++;
             held[id] = requestId;
         }
+        if (heartbeatClock)
+            lastHeartbeatMs[id] = heartbeatClock->nowMs();
         assigned.push_back(id);
         offer.manifest = manifestFor(id);
         offer.manifestJson = offer.manifest->toJson();
@@ -218,9 +250,17 @@ class FakeCoordinator final : public core::CoordinatorApi {
     }
     core::ApiResult<net::ProgressReply> reportProgress(int64_t id,
                                                        const net::ProgressReport& report) override {
-        std::lock_guard lock(mu);
+        std::unique_lock lock(mu);
         ++progressReports;
+        cv.wait(lock, [&] { return !blockProgress; });
         net::ProgressReply r;
+        if (const auto it = abandonedUnits.find(id); it != abandonedUnits.end()) {
+            r.action = "abandon";
+            r.reason = it->second;
+            return r;
+        }
+        if (heartbeatClock)
+            lastHeartbeatMs[id] = heartbeatClock->nowMs();
         if (accepted.count(id)) {  // as the real coordinator answers
             r.action = "abandon";
             r.reason = "the result of this work unit was already accepted";
@@ -238,7 +278,10 @@ class FakeCoordinator final : public core::CoordinatorApi {
                                                       const core::TransferProgressFn& p) override {
         std::unique_lock lock(mu);
         ++uploadAttempts;
+        const int64_t urlId = std::atoll(url.substr(url.rfind('/') + 1).c_str());
+        uploading.insert(urlId);
         cv.wait(lock, [&] { return !blockUploads; });
+        uploading.erase(urlId);
         if (!uploadFailures.empty()) {
             auto f = uploadFailures.front();
             uploadFailures.pop_front();
@@ -273,7 +316,9 @@ class FakeCoordinator final : public core::CoordinatorApi {
         r.workUnitId = h->workUnitId;
         r.clientId = 1;
         r.round = 0;
-        r.weight = static_cast<double>(h->tokens);
+        r.weight = static_cast<double>(h->tokens) * staleWeight;
+        if (receiptCredit)
+            r.credit = h->tokens;
         r.timeUnix = 1795314629;
         r.resultDigest = digest;
         if (badReceiptKey)

@@ -491,6 +491,27 @@ class TestEngine : public QObject {
         h.engine->wait();
     }
 
+    // Credit is the receipt's credit (the tokens trained), not its weight: a result one version
+    // late (weight 0.5 x tokens) earns full credit; without a credit field, the weight.
+    void creditIsTheTokensNotTheWeight() {
+        for (const bool withCredit : {true, false}) {
+            FakeCoordinator api;
+            api.staleWeight = 0.5;
+            api.receiptCredit = withCredit;
+            Harness h(api);
+            h.cfg.maxWorkUnits = 1;
+            QVERIFY(h.make().ok());
+            h.engine->start();
+            QVERIFY(h.waitState(EngineState::Stopped));
+            auto receipt = h.engine->ledger().receipt("1");
+            QVERIFY(receipt && *receipt);
+            const double tokens = 6 * 2 * 16;  // H x B x T of the fake's units
+            QCOMPARE((*receipt)->weight, 0.5 * tokens);
+            QCOMPARE((*receipt)->credit, withCredit ? tokens : 0.5 * tokens);
+            QCOMPARE(h.snap().totals.credit, (*receipt)->credit);
+        }
+    }
+
     // A result the coordinator abandoned while it waited is not uploaded.
     void abandonedResultIsNotSent() {
         FakeCoordinator api;

@@ -186,13 +186,30 @@ class TestNetProtocol : public QObject {
     }
     void receiptSigned() {
         auto key = SigningKey::generate();
-        Receipt r{42, 7, 3, 1024.0, 1800000000, sha256(std::string_view("h")), {}};
+        Receipt r{42, 7, 3, 1024.0, 1800000000, sha256(std::string_view("h")), {}, std::nullopt};
         r.sign(*key);
         auto back = Receipt::fromJson(r.toJson());
         QVERIFY(back.ok());
         QVERIFY(back->verify(key->publicKey()));
         back->weight = 1025;
         QVERIFY(!back->verify(key->publicKey()));
+        QVERIFY(!back->credit);  // a receipt without credit (older coordinators) stays without
+        QVERIFY(r.toJson().find("credit") == std::string::npos);
+        // The credit is signed: a receipt that claims more credit does not verify.
+        Receipt late{42, 7, 3, 512.0, 1800000000, sha256(std::string_view("h")), {}, 1024};
+        late.sign(*key);
+        auto lateBack = Receipt::fromJson(late.toJson());
+        QVERIFY(lateBack.ok());
+        QCOMPARE(lateBack->credit, std::optional<int64_t>(1024));
+        QCOMPARE(lateBack->weight, 512.0);
+        QVERIFY(lateBack->verify(key->publicKey()));
+        lateBack->credit = 2048;
+        QVERIFY(!lateBack->verify(key->publicKey()));
+        std::string negative = late.toJson();
+        const auto at = negative.find("\"credit\":1024");
+        QVERIFY(at != std::string::npos);
+        negative.replace(at, 13, "\"credit\":-1");
+        QVERIFY(!Receipt::fromJson(negative));
     }
     void statusRoundTrip() {
         RunStatus s;
