@@ -95,6 +95,7 @@ class EngineHost {
             return QString::fromStdString(device.error().message);
         app::EngineWiring wiring;
         wiring.http = app::engineHttpConfig(app::httpConfigFor(s), s);
+        wiring.registrationSecret = s.registerSecret;
         wiring.device = *device;
         wiring.cpuThreads = threads;
         wiring.clock = &m_clock;
