@@ -143,7 +143,7 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                                        "'");
                cfg.minCosine = c;
            },
-           "refuse deltas whose cosine similarity to the round's direction is below C; -1: "
+           "refuse deltas whose cosine similarity to the last outer step is below C; -1: "
            "off (default 0)")
         ->type_name("C");
     app::addInteger(cli, "--target-wu-seconds", cfg.targetWorkUnitSeconds, 1, 86400, "S",

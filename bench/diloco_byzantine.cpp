@@ -90,13 +90,14 @@ void ByzantineGate::attack(Attack a, std::span<float> delta, int round, Rng& rng
     }
 }
 
-double ByzantineGate::judge(int round, std::span<const float> delta, std::span<const float> theta,
-                            std::span<const float> sum) {
+double ByzantineGate::judge(int round, std::span<const float> delta, std::span<const float> theta) {
     const double norm = coord::l2Norm(delta);
     double factor = 1;
-    if (m_rule == GateRule::Old) {
+    if (!std::isfinite(norm)) {
+        factor = 0;  // the upload stream's non_finite, before any gate
+    } else if (m_rule == GateRule::Old) {
         const double ref = reference(round);
-        if (!std::isfinite(norm) || (ref > 0 && norm > m_cfg.maxNormRatio * ref))
+        if (ref > 0 && norm > m_cfg.maxNormRatio * ref)
             factor = 0;
     } else if (m_rule == GateRule::Robust) {
         const size_t hash = std::hash<std::string_view>{}(std::string_view(
@@ -110,11 +111,7 @@ double ByzantineGate::judge(int round, std::span<const float> delta, std::span<c
             in.weightsNorm = coord::l2Norm(theta);
             if (const double ref = reference(round); ref > 0)
                 in.reference = ref;
-            const bool roundHasResults =
-                std::any_of(sum.begin(), sum.end(), [](float x) { return x != 0; });
-            if (roundHasResults)
-                in.cosine = coord::cosineSimilarity(delta, sum);
-            else if (!m_lastStep.empty())
+            if (!m_lastStep.empty())  // as the coordinator: the last outer step
                 in.cosine = coord::cosineSimilarity(delta, m_lastStep);
             const auto verdict = coord::judgeResult(in, m_cfg);
             factor = verdict.accepted() ? verdict.weightFactor : 0;

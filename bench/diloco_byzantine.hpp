@@ -32,10 +32,10 @@ class ByzantineGate {
     // Replaces an attacker's honest delta (P, theta_start - theta_end) with its attack.
     void attack(Attack a, std::span<float> delta, int round, Rng& rng);
     // The weight factor for an upload committed now: 0 when refused, 1 when accepted as it is.
-    // sum: the round's weighted sum so far; theta: the weights it trained from.
-    double judge(int round, std::span<const float> delta, std::span<const float> theta,
-                 std::span<const float> sum);
-    // After the outer step: the step theta_before - theta_after is the next round's direction.
+    // theta: the weights it trained from.
+    double judge(int round, std::span<const float> delta, std::span<const float> theta);
+    // After the outer step: the step theta_before - theta_after is what the next round's
+    // uploads are compared with.
     void endRound(std::span<const float> before, std::span<const float> after);
 
     int refused = 0, downWeighted = 0;

@@ -284,7 +284,12 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                         end[i] = theta[i] - d[i];
                 }
             }
-            auto bytes = encodeUpload(arm.encoding, o.int8Block, theta, end, &uploads[k], &pool);
+            // A NaN upload never gets past the coordinator's stream (non_finite), and the
+            // worker's encoder refuses one: it is judged (refused) without being encoded.
+            const bool unencodable = arm.attack == Attack::Nan && k >= K - attackers;
+            auto bytes = unencodable ? Expected<int64_t>(4 * P)
+                                     : encodeUpload(arm.encoding, o.int8Block, theta, end,
+                                                    &uploads[k], &pool);
             if (!bytes)
                 return makeError("round " + std::to_string(r) + ", worker " + std::to_string(k) +
                                  ": " + bytes.error().message);
@@ -344,7 +349,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         for (int k : onTime) {
             double w = uploads[k].weight;
             if (byzantine) {
-                w *= gate.judge(r, deltas[static_cast<size_t>(k)], theta, sum);
+                w *= gate.judge(r, deltas[static_cast<size_t>(k)], theta);
                 if (w == 0)
                     continue;
             }

@@ -64,7 +64,7 @@ struct CoordinatorConfig {
     double clipNormRatio = 3.0;          // down-weighted above this times the reference; 0: never
     double maxRelativeNorm = 1.0;        // refused above this times ||theta||; 0: off
     double maxAbsoluteNorm = 0;          // refused above this L2 norm; 0: off
-    double minCosine = 0.0;              // refused below this cosine to the round's direction
+    double minCosine = 0.0;              // refused below this cosine to the last outer step
     int referenceRounds = 4;             // rounds whose accepted norms make the reference
     bool refuseRepeatedPayloads = true;  // a payload accepted before is a replay
     int targetWorkUnitSeconds = 300;     // sizes H from the reported throughput

@@ -1,6 +1,6 @@
 // The Byzantine gate applied to an upload (robust_gate.hpp has the rules): the reference norm
 // from the accepted results of recent rounds (kept in the database, so a restart keeps it), the
-// reference direction (the open round's sum so far, or the last outer step), and replays.
+// reference direction (the last outer step), and replays.
 #include "coordinator_impl.hpp"
 
 #include "checkpoint.hpp"
@@ -55,13 +55,11 @@ GateVerdict Coordinator::Impl::gateResult(const UploadSession::State& s) {
     in.weightsNorm = thetaNorm;
     if (const double ref = normReference(); ref > 0)
         in.reference = ref;
-    // The round's own results so far point the way; the first one of a round is compared with
-    // the last outer step (absent for the run's first round).
-    const bool roundHasResults =
-        std::any_of(sum.begin(), sum.end(), [](float x) { return x != 0; });
-    if (roundHasResults)
-        in.cosine = cosineSimilarity(upload.delta(), sum);
-    else if (!lastOuterStep.empty())
+    // The last outer step points the way: it was made of results that passed the gate, and
+    // nothing uploaded to the open round can turn it (the round's running sum could be: in
+    // tandem-bench-diloco one accepted noise upload first in each round made honest results
+    // look unrelated to it). Absent in the run's first round.
+    if (!lastOuterStep.empty())
         in.cosine = cosineSimilarity(upload.delta(), lastOuterStep);
     return judgeResult(in, gateConfig());
 }

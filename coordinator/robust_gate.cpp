@@ -55,7 +55,7 @@ GateVerdict judgeResult(const GateInput& in, const GateConfig& cfg) {
     }
     if (in.cosine && *in.cosine < cfg.minCosine)
         return refusal("wrong_direction",
-                       "the delta's cosine similarity to the round's direction is " +
+                       "the delta's cosine similarity to the last outer step is " +
                            fmt(*in.cosine) + ", below " + fmt(cfg.minCosine) +
                            " (a sign-flipped or unrelated update)");
     return v;

@@ -27,7 +27,7 @@ struct GateConfig {
     double maxRelativeNorm = 1.0;
     // Refused above this absolute L2 norm (code norm_above_bound). 0: off.
     double maxAbsoluteNorm = 0;
-    // Refused when the cosine similarity to the reference direction is below this (code
+    // Refused when the cosine similarity to the last outer step is below this (code
     // wrong_direction). -1: off.
     double minCosine = 0.0;
     // Rounds of accepted results whose norms make the reference (the open one and those before).
