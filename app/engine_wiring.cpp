@@ -39,6 +39,7 @@ Expected<std::unique_ptr<WiredEngine>> WiredEngine::create(const EngineWiring& w
     auto client = net::CoordinatorClient::create(w.http);
     if (!client)
         return Error{client.error().message};
+    (*client)->setRegistrationSecret(w.registrationSecret);
     wired->m_api = std::make_unique<core::NetCoordinatorApi>(std::move(*client));
 
     core::EngineConfig cfg = w.config;

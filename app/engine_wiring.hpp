@@ -35,7 +35,8 @@ struct EngineWiring {
     // The program's part of the configuration (data directory, coordinator URL, client name,
     // rules, limits, hooks); the device fields are filled in from `device`.
     core::EngineConfig config;
-    net::HttpClientConfig http;  // from engineHttpConfig
+    net::HttpClientConfig http;      // from engineHttpConfig
+    std::string registrationSecret;  // sent when registering; "" when the coordinator needs none
     DeviceChoice device;
     int cpuThreads = 1;  // for the CPU backend
     const core::Clock* clock = nullptr;

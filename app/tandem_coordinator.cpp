@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -139,11 +140,36 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
     app::addNonNegative(cli, "--stale-weight", cfg.staleWeightFactor, "F",
                         "weight factor per version of staleness (default 0.5)");
     app::addNonNegative(cli, "--max-norm-ratio", cfg.maxNormRatio, "R",
-                        "refuse deltas with norm above R x the round median (default 10)");
+                        "refuse deltas with norm above R x the reference norm, the lower "
+                        "median of the accepted results of the last 4 rounds (default 10)");
+    app::addNonNegative(cli, "--clip-norm-ratio", cfg.clipNormRatio, "R",
+                        "reduce the weight of deltas with norm above R x the reference to count "
+                        "as norm R x the reference; 0: never (default 3)");
+    app::addNonNegative(cli, "--max-relative-norm", cfg.maxRelativeNorm, "F",
+                        "refuse deltas with norm above F x the weights' norm, from the first "
+                        "result on; 0: off (default 1)");
+    app::addNonNegative(cli, "--max-absolute-norm", cfg.maxAbsoluteNorm, "N",
+                        "refuse deltas with L2 norm above N; 0: off (default 0)");
+    cli.add_option_function<std::string>(
+           "--min-cosine",
+           [&cfg](const std::string& v) {
+               char* end = nullptr;
+               const double c = std::strtod(v.c_str(), &end);
+               if (v.empty() || *end != '\0' || !(c >= -1.0 && c <= 1.0))
+                   throw app::badValue("--min-cosine expects a number in [-1, 1], found '" + v +
+                                       "'");
+               cfg.minCosine = c;
+           },
+           "refuse deltas whose cosine similarity to the last outer step is below C; -1: "
+           "off (default 0)")
+        ->type_name("C");
     app::addInteger(cli, "--target-wu-seconds", cfg.targetWorkUnitSeconds, 1, 86400, "S",
                     "work units sized to take about this long (default 300)");
     app::addInteger(cli, "--heartbeat-timeout", cfg.heartbeatTimeoutSeconds, 1, 86400, "S",
                     "reassign work without progress for S seconds (default 180)");
+    app::addInteger(cli, "--stall-timeout", cfg.stallTimeoutSeconds, 0, 86400 * 30, "S",
+                    "reassign work whose heartbeats report no step forward for S seconds;\n"
+                    "0: never (default 600)");
     app::addNonNegative(
         cli, "--outer-lr", cfg.outer.lr, "LR",
         "outer Nesterov learning rate (default 0.35; above about 0.68 at momentum 0.9, runs "
@@ -183,6 +209,15 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                         "this CPU, predicted from the validation pass (default 10; 0: never)");
     app::addInteger(cli, "--http-threads", server.threads, 2, 1024, "N",
                     "HTTPS worker threads (default 32)");
+    app::addNonNegative(cli, "--register-rate", server.registerPerHour, "N",
+                        "registrations allowed per source address and hour after the burst;\n"
+                        "0: unlimited (default 0)");
+    app::addInteger(cli, "--register-burst", server.registerBurst, 1, 1000000, "N",
+                    "registrations one source address may make at once (default 10)");
+    cli.add_option("--register-secret", server.registerSecret,
+                   "registrations must send this secret (the worker's --register-secret);\n"
+                   "default: none needed")
+        ->type_name("SECRET");
     app::addInteger(cli, "--max-uploads", cfg.maxConcurrentUploads, 1, 1024, "N",
                     "concurrent uploads in all (default 4)");
     app::addInteger(cli, "--seed", cfg.seed, 0, (1LL << 53) - 1, "N",

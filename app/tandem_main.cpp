@@ -62,8 +62,8 @@ void reexecWithOneBlasThread(char** argv) {
 // Settings that only take effect with a new engine (the rest are applied in place).
 bool needsRestart(const core::Settings& a, const core::Settings& b) {
     return a.device != b.device || a.coordinatorUrl != b.coordinatorUrl || a.caFile != b.caFile ||
-           a.pinnedPublicKey != b.pinnedPublicKey || a.proxy != b.proxy ||
-           a.dataDirectory != b.dataDirectory ||
+           a.pinnedPublicKey != b.pinnedPublicKey || a.registerSecret != b.registerSecret ||
+           a.proxy != b.proxy || a.dataDirectory != b.dataDirectory ||
            a.uploadLimitBytesPerSecond != b.uploadLimitBytesPerSecond ||
            a.downloadLimitBytesPerSecond != b.downloadLimitBytesPerSecond;
 }
@@ -95,6 +95,7 @@ class EngineHost {
             return QString::fromStdString(device.error().message);
         app::EngineWiring wiring;
         wiring.http = app::engineHttpConfig(app::httpConfigFor(s), s);
+        wiring.registrationSecret = s.registerSecret;
         wiring.device = *device;
         wiring.cpuThreads = threads;
         wiring.clock = &m_clock;

@@ -126,7 +126,7 @@ int control(const std::string& command, const fs::path& dataDir) {
 // The options of the command line, as given.
 struct Options {
     std::string command;  // status, pause, resume, finish; empty: run the worker
-    std::string coordinatorUrl, caFile, pin, device, name;
+    std::string coordinatorUrl, caFile, pin, device, name, registerSecret;
     fs::path dataDir;
     long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300, checkpointSteps = 0;
 };
@@ -143,6 +143,10 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Options& o
                    "trust a self-signed coordinator by its public-key pin\n"
                    "(tandem-coordinator prints it; without --ca-file/--pin: system CAs)")
         ->type_name("sha256//BASE64");
+    cli.add_option("--register-secret", o.registerSecret,
+                   "the registration secret of a coordinator started with --register-secret\n"
+                   "(default: registerSecret in settings.json, else none)")
+        ->type_name("SECRET");
     cli.add_option("--data-dir", o.dataDir,
                    "identity, registration, ledger, checkpoints, results (created 0700)")
         ->type_name("DIR");
@@ -243,6 +247,8 @@ int main(int argc, char** argv) {
     LogObserver observer;
     app::EngineWiring wiring;
     wiring.http = app::engineHttpConfig(app::httpConfigFor(connection, "tandem-worker"), settings);
+    wiring.registrationSecret =
+        o.registerSecret.empty() ? settings.registerSecret : o.registerSecret;
     wiring.device = *device;
     wiring.cpuThreads = cpuThreads;
     wiring.clock = &clock;

@@ -78,9 +78,11 @@ Expected<Arm> parseArm(const std::string& text) {
     for (std::string part; std::getline(stream, part, '-');)
         parts.push_back(part);
     auto bad = [&](const std::string& why) {
-        return makeError("arm '" + text + "': " + why +
-                         "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
-                         "[-pipe][-raw|-reb<X>][-wus][-cst][-olr<X>][-mom<X>]");
+        return makeError(
+            "arm '" + text + "': " + why +
+            "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
+            "[-pipe][-raw|-reb<X>][-wus][-cst][-olr<X>][-mom<X>][-byz<ATTACK>][-gate|-oldgate]"
+            " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
     auto number = [](const std::string& s, double* out) {
         char* end = nullptr;
@@ -122,10 +124,18 @@ Expected<Arm> parseArm(const std::string& text) {
         } else if (p.rfind("mom", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
                    value < 1) {
             arm.outerMomentum = static_cast<float>(value);
+        } else if (p.rfind("byz", 0) == 0 && parseAttack(p.substr(3), &arm.attack)) {
+        } else if (p == "gate") {
+            arm.gate = GateRule::Robust;
+        } else if (p == "oldgate") {
+            arm.gate = GateRule::Old;
         } else {
             return bad("unknown part '" + p + "'");
         }
     }
+    if ((arm.attack != Attack::None || arm.gate != GateRule::None) &&
+        (arm.pipelined || arm.staleness > 0))
+        return bad("Byzantine workers and the gate are simulated for on-time uploads only");
     return arm;
 }
 

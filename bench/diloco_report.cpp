@@ -96,6 +96,7 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             "\"parameters\": %lld, \"seqLen\": %d, \"tokensPerWorker\": %lld, "
             "\"bytesPerWorker\": %.0f, \"bytesPerWorkerPerToken\": %.6f, \"rounds\": %d, "
             "\"emptyRounds\": %d, \"droppedUploads\": %d, \"staleResults\": %d, "
+            "\"gateRefused\": %d, \"gateDownWeighted\": %d, "
             "\"agreementMean\": %.4f, \"agreementLast\": %.4f, \"maxRise\": %.6g, "
             "\"finalLoss\": %.6f, \"lastTrainLoss\": %.6f, \"wallSeconds\": %.2f,\n"
             "     \"curve\": [",
@@ -104,8 +105,9 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             r.sync ? "fp32" : encodingName(r.encoding), r.dropRate, r.staleness,
             static_cast<long long>(r.parameters), r.T, static_cast<long long>(r.tokensPerWorker),
             r.bytesPerWorker, r.bytesPerWorker / static_cast<double>(r.tokensPerWorker), r.rounds,
-            r.emptyRounds, r.droppedUploads, r.staleResults, r.agreementMean, r.agreementLast,
-            r.maxRise, r.finalLoss, r.lastTrainLoss, r.wallSeconds);
+            r.emptyRounds, r.droppedUploads, r.staleResults, r.gateRefused, r.gateDownWeighted,
+            r.agreementMean, r.agreementLast, r.maxRise, r.finalLoss, r.lastTrainLoss,
+            r.wallSeconds);
         file << buf;
         for (size_t j = 0; j < r.curve.size(); ++j) {
             const CurvePoint& p = r.curve[j];

@@ -10,6 +10,7 @@
 #include "codec.hpp"
 #include "codec_int8.hpp"
 #include "corpus.hpp"
+#include "diloco_byzantine.hpp"
 #include "diloco_study.hpp"
 #include "model.hpp"
 #include "outer.hpp"
@@ -213,6 +214,14 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         samplers.emplace_back(ctx.train, workerDataSeed(result.seed, k));
     }
     std::vector<Upload> uploads(static_cast<size_t>(K));
+    // Byzantine arms: the last 20% of the workers (at least one) attack; every upload passes
+    // the gate, attackers' first (the ratchet attack wants to be first).
+    const bool byzantine = arm.attack != Attack::None || arm.gate != GateRule::None;
+    const int attackers = arm.attack == Attack::None ? 0 : std::max(1, (K + 4) / 5);
+    ByzantineGate gate(arm.gate, P);
+    Rng attackRng(0xb12ull * static_cast<uint64_t>(result.seed) + 1);
+    std::vector<std::vector<float>> deltas(byzantine ? static_cast<size_t>(K) : 0);
+    std::vector<float> before;
     // Late results in flight: (arrives at round, upload, staleness).
     struct Late {
         int arrivesAtRound;
@@ -264,7 +273,23 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             }
             if (auto st = w.storeParameters(end); !st)
                 return st.error();
-            auto bytes = encodeUpload(arm.encoding, o.int8Block, theta, end, &uploads[k], &pool);
+            if (byzantine) {
+                auto& d = deltas[static_cast<size_t>(k)];
+                d.resize(static_cast<size_t>(P));
+                for (int64_t i = 0; i < P; ++i)
+                    d[i] = theta[i] - end[i];
+                if (k >= K - attackers) {
+                    gate.attack(arm.attack, d, r, attackRng);
+                    for (int64_t i = 0; i < P; ++i)
+                        end[i] = theta[i] - d[i];
+                }
+            }
+            // A NaN upload never gets past the coordinator's stream (non_finite), and the
+            // worker's encoder refuses one: it is judged (refused) without being encoded.
+            const bool unencodable = arm.attack == Attack::Nan && k >= K - attackers;
+            auto bytes = unencodable ? Expected<int64_t>(4 * P)
+                                     : encodeUpload(arm.encoding, o.int8Block, theta, end,
+                                                    &uploads[k], &pool);
             if (!bytes)
                 return makeError("round " + std::to_string(r) + ", worker " + std::to_string(k) +
                                  ": " + bytes.error().message);
@@ -318,8 +343,16 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             weightSum += w;
             it = inFlight.erase(it);
         }
+        if (byzantine)
+            std::stable_partition(onTime.begin(), onTime.end(),
+                                  [&](int k) { return k >= K - attackers; });
         for (int k : onTime) {
-            const double w = uploads[k].weight;
+            double w = uploads[k].weight;
+            if (byzantine) {
+                w *= gate.judge(r, deltas[static_cast<size_t>(k)], theta);
+                if (w == 0)
+                    continue;
+            }
             if (auto st = accumulateUpload(arm.encoding, o.int8Block, sum, uploads[k],
                                            static_cast<float>(w), &pool);
                 !st)
@@ -333,12 +366,16 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             result.agreementLast = std::sqrt(squares) / weightSum / workerNorms;
             result.agreementMean += result.agreementLast / rounds;
         }
+        if (byzantine)
+            before = theta;
         if (weightSum > 0) {
             outerNesterovStep(theta, velocity, sum, static_cast<float>(1.0 / weightSum), outer,
                               &pool);
         } else {
             ++result.emptyRounds;  // nothing arrived: the version does not move
         }
+        if (byzantine)
+            gate.endRound(before, theta);
         for (auto& w : workers)
             if (auto st = w->loadParameters(theta); !st)
                 return st.error();
@@ -354,6 +391,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         return st.error();
     result.rounds = rounds;
     result.bytesPerWorker = bytesAll / K;
+    result.gateRefused = gate.refused;
+    result.gateDownWeighted = gate.downWeighted;
     return result;
 }
 

@@ -6,6 +6,7 @@
 
 #include "backend.hpp"
 #include "codec_int8.hpp"  // kInt8DefaultBlock
+#include "diloco_byzantine.hpp"
 #include "expected.hpp"
 #include "model_config.hpp"
 #include "optimizer.hpp"
@@ -35,6 +36,8 @@ struct Arm {
     bool roundSchedule = false;  // inner lr warms up and decays within each round
     bool constantLr = false;     // inner lr warms up once, then stays at its peak
     std::optional<float> outerLr, outerMomentum;
+    Attack attack = Attack::None;  // what 20% of the workers (at least one) upload instead
+    GateRule gate = GateRule::None;
 };
 
 struct Options {
@@ -70,6 +73,7 @@ struct RunResult {
     int64_t parameters = 0, tokensPerWorker = 0;
     double bytesPerWorker = 0, finalLoss = 0, lastTrainLoss = 0, wallSeconds = 0;
     int rounds = 0, emptyRounds = 0, droppedUploads = 0, staleResults = 0;
+    int gateRefused = 0, gateDownWeighted = 0;  // uploads, under arm.gate
     // ||mean of the round's deltas|| / mean of ||delta_k||: 1 when the workers agree, about
     // 1/sqrt(K) when their updates are mostly noise. Mean over rounds, and the last round's.
     double agreementMean = 0, agreementLast = 0;

@@ -166,11 +166,16 @@ int main(int argc, char** argv) {
             r->finalLoss = r->curve.back().valLoss;
             std::printf(
                 "  %-6s %-22s seed %d  val loss %.4f  (%.3f -> %.4f train)  %.1f B/token "
-                " %d dropped %d late  agreement %.2f  rise %.1f%%  %.1f s\n",
+                " %d dropped %d late  agreement %.2f  rise %.1f%%  %.1f s%s\n",
                 r->configName.c_str(), r->arm.c_str(), r->seed, r->finalLoss,
                 r->curve.front().valLoss, r->lastTrainLoss,
                 r->bytesPerWorker / static_cast<double>(r->tokensPerWorker), r->droppedUploads,
-                r->staleResults, r->agreementMean, 100.0 * r->maxRise, r->wallSeconds);
+                r->staleResults, r->agreementMean, 100.0 * r->maxRise, r->wallSeconds,
+                t.arm->gate == bench::GateRule::None
+                    ? ""
+                    : ("  gate: " + std::to_string(r->gateRefused) + " refused, " +
+                       std::to_string(r->gateDownWeighted) + " down-weighted")
+                          .c_str());
             std::fflush(stdout);
             results[i] = std::move(*r);
             if (!writeOutputs(collect()))

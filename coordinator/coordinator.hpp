@@ -59,11 +59,20 @@ struct CoordinatorConfig {
     int roundTimeoutSeconds = 600;
     int maxStaleness = 1;            // results based on version V - s are accepted for s <= this
     double staleWeightFactor = 0.5;  // weight = tokens * factor^s
-    double maxNormRatio = 10.0;  // refuse a delta whose norm exceeds this times the round median
-    int targetWorkUnitSeconds = 300;  // sizes H from the reported throughput
+    // The Byzantine gate (robust_gate.hpp, GateConfig says what each does).
+    double maxNormRatio = 10.0;          // refused above this times the reference norm
+    double clipNormRatio = 3.0;          // down-weighted above this times the reference; 0: never
+    double maxRelativeNorm = 1.0;        // refused above this times ||theta||; 0: off
+    double maxAbsoluteNorm = 0;          // refused above this L2 norm; 0: off
+    double minCosine = 0.0;              // refused below this cosine to the last outer step
+    int referenceRounds = 4;             // rounds whose accepted norms make the reference
+    bool refuseRepeatedPayloads = true;  // a payload accepted before is a replay
+    int targetWorkUnitSeconds = 300;     // sizes H from the reported throughput
     int heartbeatSeconds = 30;
-    int heartbeatTimeoutSeconds = 180;  // no progress for this long: the work unit is reassigned
+    int heartbeatTimeoutSeconds = 180;  // no heartbeat for this long: the work unit is reassigned
+    int stallTimeoutSeconds = 600;      // heartbeats without a step forward for this long: the same
     int maxWorkUnitsPerClient = 2;      // one training, one uploading
+    int newClientWorkUnits = 1;  // ... until a result was accepted in the last referenceRounds
     int maxUploadsPerClient = 1;
     int maxConcurrentUploads = 4;  // each holds a P-float scratch buffer
     int64_t maxUploadSeconds = 3600;

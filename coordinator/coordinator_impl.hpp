@@ -11,6 +11,7 @@
 #include "messages.hpp"
 #include "metrics.hpp"
 #include "result_format.hpp"
+#include "robust_gate.hpp"
 #include "run_data.hpp"
 #include "run_setup.hpp"
 #include "schema.hpp"
@@ -67,6 +68,18 @@ struct Coordinator::Impl {
     std::map<int64_t, ServedFile> weightFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;
+    // The Byzantine gate (result_gate.cpp): ||theta|| of thetaNormVersion, and the last outer
+    // step theta_{v-1} - theta_v (P; empty before the first close).
+    double thetaNorm = 0;
+    int64_t thetaNormVersion = -1;
+    std::vector<float> lastOuterStep;
+
+    // Progress reported by heartbeats (work_limits.cpp): a unit's step and since when; in memory,
+    // so a restart gives every unit a fresh --stall-timeout.
+    struct Progress {
+        int64_t step = 0, since = 0;
+    };
+    std::map<int64_t, Progress> progressSeen;
 
     // Uploads in progress.
     std::set<int64_t> uploading;  // work unit ids
@@ -123,6 +136,13 @@ struct Coordinator::Impl {
     Outcome<net::ProgressReply> heartbeat(int64_t clientId, int64_t workUnitId,
                                           const net::ProgressReport& report);
 
+    // ---- Sybil limits on work (work_limits.cpp), mu held
+
+    // newClientWorkUnits until a recent accepted result, then maxWorkUnitsPerClient.
+    int workUnitLimit(int64_t clientId);
+    void noteProgress(int64_t workUnitId, int64_t step);
+    void abandonStalled();  // units whose step has not advanced for stallTimeoutSeconds
+
     // ---- a client's held units (held_units.cpp), mu held
 
     Outcome<net::HeldWorkUnits> heldWork(int64_t clientId);
@@ -137,7 +157,16 @@ struct Coordinator::Impl {
                                                                bool dryRun);
     // After the stream's checks: the checks against the round, then the commit.
     Outcome<std::string> commitResult(UploadSession::State& upload);
-    double normReference();  // mu held: the median norm of this round's (or the last) results
+
+    // ---- the Byzantine gate (result_gate.cpp), mu held
+
+    GateConfig gateConfig() const;
+    // The lower median of the norms of accepted results of the last referenceRounds rounds.
+    double normReference();
+    GateVerdict gateResult(const UploadSession::State& upload);
+    void rememberOuterStep(std::span<const float> before, std::span<const float> after);
+    void restoreOuterStep();  // from the weights of version - 1, when they are still kept
+
     std::vector<float> takeScratch();  // mu held
 
     // ---- rounds (rounds.cpp)

@@ -160,21 +160,6 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     return state;
 }
 
-double Coordinator::Impl::normReference() {
-    for (int64_t r : {version, version - 1}) {
-        auto q = db.prepare("SELECT norm FROM results WHERE round = ? ORDER BY norm");
-        if (!q)
-            return 0;
-        q->bind(1, r);
-        std::vector<double> norms;
-        while (q->step())
-            norms.push_back(q->real(0));
-        if (!norms.empty())
-            return norms[norms.size() / 2];
-    }
-    return 0;
-}
-
 std::optional<Outcome<std::string>> UploadSession::feed(std::span<const uint8_t> bytes) {
     m_s->c->metrics.addUploadBytes(static_cast<int64_t>(bytes.size()));
     auto answer = m_s->stream.feed(bytes);
@@ -221,14 +206,11 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
                       "work unit " + std::to_string(s.wuId) + " trained from version " +
                           std::to_string(s.baseVersion) + "; the run moved on to version " +
                           std::to_string(version) + " during the upload");
-    const double reference = normReference();
-    if (reference > 0 && norm > cfg.maxNormRatio * reference)
-        return refuse(422, "outlier_norm",
-                      "the delta's norm " + fmt(norm) + " is more than " + fmt(cfg.maxNormRatio) +
-                          " times the round's median " + fmt(reference) +
-                          "; the result is refused as an outlier");
-    const double weight =
-        static_cast<double>(header.tokens) * std::pow(cfg.staleWeightFactor, staleness);
+    const GateVerdict verdict = gateResult(s);
+    if (!verdict.accepted())
+        return refuse(422, verdict.code, verdict.message);
+    const double weight = static_cast<double>(header.tokens) *
+                          std::pow(cfg.staleWeightFactor, staleness) * verdict.weightFactor;
 
     // Durable payload first: a committed row always has its file.
     std::error_code ec;
@@ -306,7 +288,7 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         std::to_string(version) + ": " + std::to_string(header.tokens) + " tokens, weight " +
         fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(header.lossFirst) + " -> " +
         fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" + std::to_string(needed) +
-        ")");
+        ")" + (verdict.message.empty() ? "" : "; " + verdict.message));
     if (contributors >= needed) {
         // The ticker closes the round (rounds.cpp, tick), so that this answer does not wait for
         // the outer step and the files of the new version.

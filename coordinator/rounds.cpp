@@ -108,6 +108,7 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
             return s;
         metrics.countAbandoned("stale", staleUnits);
     }
+    rememberOuterStep(theta, next->theta);
     theta.swap(next->theta);
     vel.swap(next->velocity);
     std::fill(sum.begin(), sum.end(), 0.0f);
@@ -188,6 +189,7 @@ void Coordinator::Impl::tick() {
     if (stopping || closing)
         return;
     abandonTimedOut();
+    abandonStalled();
     auto q =
         db.prepare("SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
     if (!q)

@@ -286,6 +286,7 @@ Status Coordinator::Impl::restore() {
     sum.assign(static_cast<size_t>(P), 0.0f);
     if (auto st = rebuildRoundSum(); !st)
         return st;
+    restoreOuterStep();
     cleanStaleFiles(true);
 
     // Closed rounds whose validation loss was not recorded before a stop.

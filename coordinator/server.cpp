@@ -1,5 +1,7 @@
 #include "server.hpp"
 
+#include "admission.hpp"
+
 #include "file_io.hpp"
 #include "http_io.hpp"
 #include "metrics.hpp"
@@ -69,9 +71,14 @@ struct Server::Impl {
     std::unique_ptr<httplib::SSLServer> http;
     std::thread thread;
     int port = 0;
+    RegistrationLimiter registrations;
 
     Impl(Coordinator& c, ServerConfig sc, TlsFiles t, Logger l)
-        : coord(c), cfg(std::move(sc)), tls(std::move(t)), log(std::move(l)) {}
+        : coord(c),
+          cfg(std::move(sc)),
+          tls(std::move(t)),
+          log(std::move(l)),
+          registrations(cfg.registerPerHour, cfg.registerBurst) {}
 
     // Authenticates the request; on refusal the response is already written.
     std::optional<int64_t> auth(const httplib::Request& req, httplib::Response& res) {
@@ -224,6 +231,17 @@ void Server::Impl::routes() {
            [this, jsonTooLarge](const httplib::Request& req, httplib::Response& res) {
                if (jsonTooLarge(req, res))
                    return;
+               if (auto refused = registrations.admit(req.remote_addr)) {
+                   log(net::loggable("registration from " + req.remote_addr +
+                                     " refused: " + refused->message));
+                   return sendRefusal(res, *refused);
+               }
+               if (auto refused = checkRegistrationSecret(
+                       cfg.registerSecret, req.get_header_value(kRegistrationSecretHeader))) {
+                   log(net::loggable("registration from " + req.remote_addr +
+                                     " refused: " + refused->code));
+                   return sendRefusal(res, *refused);
+               }
                auto r = coord.registerClient(req.body);
                if (!r.ok())
                    return sendRefusal(res, r.refusal());

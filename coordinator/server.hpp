@@ -25,6 +25,11 @@ struct ServerConfig {
     int keepAliveMaxCount = 100;
     int64_t maxJsonBytes = 64 * 1024;
     int64_t maxSpeedtestBytes = 64 << 20;
+    // Registrations per source address (admission.hpp): a burst, then this many an hour; 0: any.
+    double registerPerHour = 0;
+    int registerBurst = 10;
+    // Non-empty: a registration must carry it in X-Tandem-Registration-Secret (admission.hpp).
+    std::string registerSecret;
     // More DNS names or addresses for a generated certificate (workers reach the coordinator as).
     std::vector<std::string> extraNames;
 };

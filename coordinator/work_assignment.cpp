@@ -99,15 +99,23 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
         std::vector<int64_t> open;
         while (q->step())
             open.push_back(q->integer(0));
-        if (static_cast<int>(open.size()) >= cfg.maxWorkUnitsPerClient) {
+        const int limit = workUnitLimit(clientId);
+        if (static_cast<int>(open.size()) >= limit) {
             std::string ids;
             for (auto id : open)
                 ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-            return refuse(409, "too_many_work_units",
-                          "this client already holds " + std::to_string(open.size()) +
-                              " unfinished work units (" + ids +
-                              "); upload their results or release them (DELETE /v1/work/{id}) "
-                              "before asking for more");
+            return refuse(
+                409, "too_many_work_units",
+                "this client already holds " + std::to_string(open.size()) +
+                    " unfinished work units (" + ids +
+                    "); upload their results or release them (DELETE /v1/work/{id}) "
+                    "before asking for more" +
+                    (limit < cfg.maxWorkUnitsPerClient
+                         ? " (a client holds " + std::to_string(limit) +
+                               " at a time until one of its results has been "
+                               "accepted in the last " +
+                               std::to_string(std::max(1, cfg.referenceRounds)) + " rounds)"
+                         : ""));
         }
     }
     // A device that reports its memory gets no unit that cannot fit it (0: not reported).
@@ -320,6 +328,7 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
     if (auto st = upd->run(); !st)
         return internalError(st.error().message);
     metrics.countHeartbeat();
+    noteProgress(workUnitId, rep.step);
     return reply;
 }
 

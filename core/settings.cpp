@@ -301,7 +301,8 @@ Expected<LoadedSettings> parseSettings(std::string_view text) {
     if (const Json* c = top.object("coordinator", st)) {
         ObjectReader r(*c, "coordinator.", out);
         for (Status x : {r.text("url", s.coordinatorUrl), r.text("caFile", s.caFile),
-                         r.text("pinnedPublicKey", s.pinnedPublicKey)}) {
+                         r.text("pinnedPublicKey", s.pinnedPublicKey),
+                         r.text("registerSecret", s.registerSecret)}) {
             if (!x)
                 return x.error();
         }
@@ -355,6 +356,8 @@ std::string serializeSettings(const Settings& s) {
     root["device"] = s.device;
     root["coordinator"] = Json{
         {"url", s.coordinatorUrl}, {"caFile", s.caFile}, {"pinnedPublicKey", s.pinnedPublicKey}};
+    if (!s.registerSecret.empty())
+        root["coordinator"]["registerSecret"] = s.registerSecret;
     root["rules"] =
         Json{{"onlyWhenIdle", rc.onlyWhenIdle},
              {"idleThresholdSeconds", rc.idleThresholdSeconds},

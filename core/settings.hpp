@@ -34,6 +34,7 @@ struct Settings {
     std::string coordinatorUrl;   // https://host[:port][/path]; "" until the user chooses one
     std::string caFile;           // absolute path to a PEM bundle; "" uses the system store
     std::string pinnedPublicKey;  // "sha256//<base64 of 32 bytes>"; exclusive with caFile
+    std::string registerSecret;   // sent when registering (coordinator --register-secret); "" none
     bool startAtLogin = false;
 
     // Keys this build does not know, by dotted path ("rules.foo"), as JSON text.

@@ -41,9 +41,20 @@ std::optional<PublicKey> CoordinatorClient::coordinatorKey() const {
     return m_coordinatorKey;
 }
 
+void CoordinatorClient::setRegistrationSecret(const std::string& secret) {
+    std::lock_guard lock(m_mutex);
+    m_registrationSecret = secret;
+}
+
 HttpResult<RegisterResponse> CoordinatorClient::registerClient(const RegisterRequest& request) {
+    HttpHeaders headers;
+    {
+        std::lock_guard lock(m_mutex);
+        if (!m_registrationSecret.empty())
+            headers.emplace("X-Tandem-Registration-Secret", m_registrationSecret);
+    }
     auto res =
-        m_http->requestJson("POST", "/v1/clients", request.toJson(), {}, RetryPolicy::none());
+        m_http->requestJson("POST", "/v1/clients", request.toJson(), headers, RetryPolicy::none());
     if (!res)
         return res.error();
     auto parsed = RegisterResponse::fromJson(res->body);

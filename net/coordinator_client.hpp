@@ -38,6 +38,9 @@ class CoordinatorClient {
     // POST /v1/clients. Takes the bearer token and pins the coordinator key; when a key was
     // pinned already and the answer carries another, that is a BadSignature error.
     HttpResult<RegisterResponse> registerClient(const RegisterRequest& request);
+    // Sent with registerClient() in X-Tandem-Registration-Secret when not empty (a coordinator
+    // started with --register-secret needs it).
+    void setRegistrationSecret(const std::string& secret);
     void setToken(const std::string& token);
     void setCoordinatorKey(const PublicKey& key);
     std::optional<PublicKey> coordinatorKey() const;
@@ -83,6 +86,7 @@ class CoordinatorClient {
     std::unique_ptr<HttpClient> m_http;
     mutable std::mutex m_mutex;
     std::optional<PublicKey> m_coordinatorKey;
+    std::string m_registrationSecret;
 };
 
 }  // namespace tandem::net

@@ -28,6 +28,8 @@ inline coord::CoordinatorConfig directConfig() {
     c.heartbeatTimeoutSeconds = 180;
     c.backgroundThreads = false;
     c.threads = 1;
+    c.refuseRepeatedPayloads = false;  // the tests upload one payload many times
+    c.newClientWorkUnits = 1000;       // and give new clients several units
     return c;
 }
 

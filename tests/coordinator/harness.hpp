@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,8 +56,10 @@ struct ApiClient {
 class TestCoordinator {
   public:
     // model: e.g. "L=1,NH=2,C=16,T=16"
-    explicit TestCoordinator(coord::CoordinatorConfig cfg, bool withServer = true)
-        : m_cfg(std::move(cfg)) {
+    // adjustServer: changes the server's settings before it starts (registration limits).
+    explicit TestCoordinator(coord::CoordinatorConfig cfg, bool withServer = true,
+                             std::function<void(coord::ServerConfig&)> adjustServer = {})
+        : m_cfg(std::move(cfg)), m_adjustServer(std::move(adjustServer)) {
         std::signal(SIGPIPE, SIG_IGN);  // as tandem-coordinator does: a gone peer is an error
         m_cfg.stateDir = std::filesystem::path(m_dir.path().toStdString()) / "state";
         if (m_cfg.corpus.empty()) {
@@ -89,6 +92,8 @@ class TestCoordinator {
         sc.threads = 8;
         sc.readTimeoutSeconds = 5;
         sc.maxSpeedtestBytes = 1 << 20;
+        if (m_adjustServer)
+            m_adjustServer(sc);
         auto tls = coord::ensureTlsIdentity(m_cfg.stateDir, sc);
         if (!tls) {
             m_error = tls.error().message;
@@ -149,6 +154,7 @@ class TestCoordinator {
   private:
     QTemporaryDir m_dir;
     coord::CoordinatorConfig m_cfg;
+    std::function<void(coord::ServerConfig&)> m_adjustServer;
     bool m_withServer = true;
     std::unique_ptr<coord::Coordinator> m_coord;
     std::unique_ptr<coord::Server> m_server;

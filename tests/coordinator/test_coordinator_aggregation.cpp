@@ -85,7 +85,8 @@ struct Oracle {
     }
 };
 
-// A tiny model, H = 4, quorum 2, staleness bound 1 at weight x 0.5, no outlier refusals.
+// A tiny model, H = 4, quorum 2, staleness bound 1 at weight x 0.5, the Byzantine gate off (the
+// random deltas have no common direction; the weights must be exact).
 coord::CoordinatorConfig smallRun(OuterConfig outer) {
     coord::CoordinatorConfig cfg;
     cfg.model = "L=1,NH=2,C=16,T=16";
@@ -96,6 +97,11 @@ coord::CoordinatorConfig smallRun(OuterConfig outer) {
     cfg.staleWeightFactor = 0.5;
     cfg.outer = outer;
     cfg.maxNormRatio = 1e9;
+    cfg.clipNormRatio = 0;
+    cfg.maxRelativeNorm = 0;
+    cfg.minCosine = -1;
+    cfg.refuseRepeatedPayloads = false;
+    cfg.newClientWorkUnits = 1000;
     cfg.backgroundThreads = false;
     return cfg;
 }

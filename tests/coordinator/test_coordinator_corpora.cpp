@@ -36,6 +36,7 @@ coord::CoordinatorConfig baseConfig(const fs::path& stateDir, const std::string&
     c.backgroundThreads = false;
     c.threads = 1;
     c.maxWorkUnitsPerClient = 1000;
+    c.newClientWorkUnits = 1000;
     return c;
 }
 

@@ -171,7 +171,7 @@ class TestCoordinatorIntake : public QObject {
         auto outlier = f.upload(b, buildResult(mb, delta(P, 10.5f), b.key));
         QCOMPARE(outlier.refusal().httpStatus, 422);
         QCOMPARE(outlier.refusal().code, std::string("outlier_norm"));
-        QVERIFY(outlier.refusal().message.find("times the round's median") != std::string::npos);
+        QVERIFY(outlier.refusal().message.find("times the reference") != std::string::npos);
         QVERIFY(f.upload(b, buildResult(mb, delta(P, 9.5f), b.key)).ok());
     }
 

@@ -103,11 +103,11 @@ class TestCoordinatorRestart : public QObject {
     bool start() {
         m_proc.setProgram(TANDEM_COORDINATOR_BIN);
         m_proc.setArguments(
-            {"--listen",      "127.0.0.1:0", "--state-dir",     m_state,
-             "--corpus",      m_corpus,      "--model",         "L=1,NH=2,C=16,T=16",
-             "--inner-steps", "4",           "--batch",         "2",
-             "--quorum",      "2",           "--max-staleness", "1",
-             "--threads",     "1",           "--http-threads",  "4"});
+            {"--listen", "127.0.0.1:0", "--state-dir", m_state, "--corpus", m_corpus, "--model",
+             "L=1,NH=2,C=16,T=16", "--inner-steps", "4", "--batch", "2", "--quorum", "2",
+             "--max-staleness", "1", "--threads", "1", "--http-threads", "4",
+             // Random deltas at exact weights: the oracle replays them without the gate.
+             "--min-cosine", "-1", "--clip-norm-ratio", "0", "--max-relative-norm", "0"});
         m_proc.setProcessChannelMode(QProcess::SeparateChannels);
         m_proc.start();
         if (!m_proc.waitForStarted(10000))
