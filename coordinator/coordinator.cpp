@@ -81,7 +81,7 @@ Outcome<net::RegisterResponse> Coordinator::registerClient(std::string_view body
     if (!req)
         return refuse(400, "bad_request", req.error().message);
     std::lock_guard lock(m_impl->mu);
-    return m_impl->clients.add(*req, m_impl->key.publicKey());
+    return m_impl->registerDonor(*req);
 }
 
 Outcome<int64_t> Coordinator::authenticate(std::string_view authorization) {
