@@ -63,8 +63,8 @@ void reexecWithOneBlasThread(char** argv) {
 bool needsRestart(const core::Settings& a, const core::Settings& b) {
     return a.device != b.device || a.coordinatorUrl != b.coordinatorUrl || a.caFile != b.caFile ||
            a.pinnedPublicKey != b.pinnedPublicKey || a.proxy != b.proxy ||
-           a.dataDirectory != b.dataDirectory ||
-           a.uploadLimitBytesPerSecond != b.uploadLimitBytesPerSecond ||
+           a.dataDirectory != b.dataDirectory || a.displayName != b.displayName ||
+           a.team != b.team || a.uploadLimitBytesPerSecond != b.uploadLimitBytesPerSecond ||
            a.downloadLimitBytesPerSecond != b.downloadLimitBytesPerSecond;
 }
 
@@ -104,6 +104,8 @@ class EngineHost {
         wiring.config.dataDir = dataDir(s);
         wiring.config.coordinatorUrl = s.coordinatorUrl;
         wiring.config.clientName = app::hostNameOr("tandem");
+        wiring.config.displayName = s.displayName;  // "": anonymous
+        wiring.config.team = s.team;
         wiring.config.rules = s.rules;
         auto wired = app::WiredEngine::create(wiring);
         if (!wired)

@@ -10,8 +10,9 @@ namespace tandem::coord {
 
 namespace {
 
-constexpr double kWidth = 640, kHeight = 260;
-constexpr double kLeft = 56, kRight = 16, kTop = 16, kBottom = 40;  // room for the labels
+// A wide, low chart whose labels stay readable when a phone scales it to ~350 px.
+constexpr double kWidth = 560, kHeight = 230;
+constexpr double kLeft = 52, kRight = 12, kTop = 12, kBottom = 38;  // room for the labels
 constexpr size_t kMaxPoints = 600;  // longer curves are thinned evenly
 
 std::string num(double x, int decimals = 1) {

@@ -100,16 +100,16 @@ color:var(--fg);background:var(--bg)}
 main{max-width:980px;margin:0 auto;padding:16px}
 h1{font-size:1.6rem;margin:.4em 0 .1em}h2{font-size:1.2rem;margin:1.4em 0 .5em}
 .muted{color:var(--muted)}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(170px,1fr));gap:10px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(140px,1fr));gap:10px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 12px}
 .card .k{font-size:.8rem;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
-.card .v{font-size:1.25rem;font-weight:600;overflow-wrap:anywhere}
+.card .v{font-size:1.15rem;font-weight:600;overflow-wrap:anywhere}
 .card .d{font-size:.85rem;color:var(--muted)}
 .panel{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px}
 .chart{width:100%;height:auto;display:block}
 .chart .grid{stroke:var(--line);stroke-width:1}
 .chart .frame{fill:none;stroke:var(--line)}
-.chart .label{fill:var(--muted);font-size:12px}
+.chart .label{fill:var(--muted);font-size:13px}
 .chart .curve{fill:none;stroke:var(--accent);stroke-width:2.5;stroke-linejoin:round}
 .chart .dot{fill:var(--accent)}
 .sample{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font:15px/1.45 ui-monospace,
@@ -140,12 +140,12 @@ std::string creditText(double credit) {
 std::string dataInWords(const PublicRunView& v) {
     const std::string tokens = countInWords(v.trainTokens);
     if (v.dataKind == "sentencepiece")
-        return "text in SentencePiece tokens|" + tokens + " training tokens, vocabulary " +
+        return "SentencePiece tokens|" + tokens + " training tokens of text, vocabulary " +
                countInWords(v.model.vocabSize);
     if (v.dataKind == "llmc")
         return "llm.c token shards|" + tokens + " training tokens, vocabulary " +
                countInWords(v.model.vocabSize);
-    return "text, one byte per token|" + tokens + " training bytes";
+    return "bytes of text|" + tokens + " training bytes, one token per byte";
 }
 
 std::string donorsTable(const net::Leaderboard& b) {
@@ -207,9 +207,9 @@ std::string renderRunPage(const PublicRunView& v) {
     const std::string dataText = dataInWords(v);
     const size_t bar = dataText.find('|');
     s += "<section class=\"cards\" id=\"facts\">\n";
-    s += card("Model",
-              std::to_string(m.layers) + " layers, " + countInWords(v.parameters) + " parameters",
-              std::to_string(m.channels) + " channels, " + std::to_string(m.heads) +
+    s += card("Model", countInWords(v.parameters) + " parameters",
+              std::to_string(m.layers) + (m.layers == 1 ? " layer, " : " layers, ") +
+                  std::to_string(m.channels) + " channels, " + std::to_string(m.heads) +
                   " attention heads, context of " + std::to_string(m.maxSeqLen) + " tokens");
     s += card("Data", dataText.substr(0, bar), dataText.substr(bar + 1));
     s += card("Tokens trained", countInWords(v.tokensSoFar), "accepted from donors");

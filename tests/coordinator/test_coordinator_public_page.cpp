@@ -53,13 +53,13 @@ class TestCoordinatorPublicPage : public QObject {
     }
 
     void chartCoordinatesByHand() {
-        // Rounds 1..3, losses 3.0, 2.5, 2.0. Plot area: x 56..624 (568 wide), y 16..220
-        // (204 high). Loss range 2.0..3.0 padded by 8% of 1.0: 1.92..3.08.
-        // x(1) = 56, x(2) = 340, x(3) = 624; y(3.0) = 16 + 0.08/1.16*204 = 30.07,
-        // y(2.5) = 16 + 0.58/1.16*204 = 118.0, y(2.0) = 16 + 1.08/1.16*204 = 205.93.
+        // Rounds 1..3, losses 3.0, 2.5, 2.0. Plot area: x 52..548 (496 wide), y 12..192
+        // (180 high). Loss range 2.0..3.0 padded by 8% of 1.0: 1.92..3.08.
+        // x(1) = 52, x(2) = 300, x(3) = 548; y(3.0) = 12 + 0.08/1.16*180 = 24.41,
+        // y(2.5) = 12 + 0.58/1.16*180 = 102.0, y(2.0) = 12 + 1.08/1.16*180 = 179.59.
         const std::vector<coord::LossPoint> pts = {{1, 3.0}, {2, 2.5}, {3, 2.0}};
         const std::string svg = coord::lossChartSvg(pts);
-        QVERIFY2(svg.find("points=\"56.0,30.1 340.0,118.0 624.0,205.9\"") != std::string::npos,
+        QVERIFY2(svg.find("points=\"52.0,24.4 300.0,102.0 548.0,179.6\"") != std::string::npos,
                  svg.c_str());
         QVERIFY(svg.starts_with("<svg id=\"loss-chart\""));
         // Round labels 1, 2, 3 (a step of 0.5 would give halves, which are left out).
@@ -68,7 +68,7 @@ class TestCoordinatorPublicPage : public QObject {
         QVERIFY(svg.find(">1.5</text>") == std::string::npos);
         // One point: a curve of one vertex and its dot, in the middle of a padded range.
         const std::vector<coord::LossPoint> one = {{4, 2.0}};
-        QVERIFY(coord::lossChartSvg(one).find("cx=\"340.0\"") != std::string::npos);
+        QVERIFY(coord::lossChartSvg(one).find("cx=\"300.0\"") != std::string::npos);
         QVERIFY(coord::lossChartSvg({}).find("No validation loss yet") != std::string::npos);
     }
 
@@ -92,7 +92,8 @@ class TestCoordinatorPublicPage : public QObject {
         QVERIFY(empty->get_header_value("Content-Security-Policy").find("default-src 'none'") !=
                 std::string::npos);
         QVERIFY(empty->body.find("No validation loss yet") != std::string::npos);
-        QVERIFY(empty->body.find("1 layers, 7,664 parameters") != std::string::npos);
+        QVERIFY(empty->body.find("7,664 parameters</div><div class=\"d\">1 layer, 16 channels") !=
+                std::string::npos);
 
         auto a = f.t().registerClient("secret-device-name");
         auto put = a.http->Put("/v1/clients/self", a.auth(),
