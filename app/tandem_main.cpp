@@ -64,6 +64,7 @@ bool needsRestart(const core::Settings& a, const core::Settings& b) {
     return a.device != b.device || a.coordinatorUrl != b.coordinatorUrl || a.caFile != b.caFile ||
            a.pinnedPublicKey != b.pinnedPublicKey || a.registerSecret != b.registerSecret ||
            a.proxy != b.proxy || a.dataDirectory != b.dataDirectory ||
+           a.displayName != b.displayName || a.team != b.team ||
            a.uploadLimitBytesPerSecond != b.uploadLimitBytesPerSecond ||
            a.downloadLimitBytesPerSecond != b.downloadLimitBytesPerSecond;
 }
@@ -105,6 +106,8 @@ class EngineHost {
         wiring.config.dataDir = dataDir(s);
         wiring.config.coordinatorUrl = s.coordinatorUrl;
         wiring.config.clientName = app::hostNameOr("tandem");
+        wiring.config.displayName = s.displayName;  // "": anonymous
+        wiring.config.team = s.team;
         wiring.config.rules = s.rules;
         auto wired = app::WiredEngine::create(wiring);
         if (!wired)

@@ -5,6 +5,7 @@
 #include "control_socket.hpp"
 #include "crypto.hpp"
 #include "device_choice.hpp"
+#include "donor_profile.hpp"
 #include "engine_wiring.hpp"
 #include "log_stamp.hpp"
 #include "settings.hpp"
@@ -17,8 +18,10 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 
 using namespace tandem;
 using namespace tandem::core;
@@ -126,7 +129,8 @@ int control(const std::string& command, const fs::path& dataDir) {
 // The options of the command line, as given.
 struct Options {
     std::string command;  // status, pause, resume, finish; empty: run the worker
-    std::string coordinatorUrl, caFile, pin, device, name, registerSecret;
+    std::string coordinatorUrl, caFile, pin, device, deviceName, registerSecret;
+    std::optional<std::string> name, team;  // the public display name and team
     fs::path dataDir;
     long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300, checkpointSteps = 0;
 };
@@ -163,7 +167,15 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Options& o
                     "checkpoint the unit in training every S seconds (default 300)", positive);
     app::addInteger(cli, "--checkpoint-steps", o.checkpointSteps, 1, 1000000000, "N",
                     "also every N steps (tests: crash-resume coverage)", positive);
-    cli.add_option("--name", o.name, "the name the coordinator shows (default: the host name)")
+    cli.add_option("--name", o.name,
+                   "the display name the run's page and leaderboard show\n"
+                   "(default: displayName in settings.json, else anonymous)")
+        ->type_name("NAME");
+    cli.add_option("--team", o.team, "the team to count for (default: team in settings.json)")
+        ->type_name("TEAM");
+    cli.add_option("--device-name", o.deviceName,
+                   "this computer's name for the operator, never shown publicly\n"
+                   "(default: the host name)")
         ->type_name("NAME");
     const std::pair<const char*, const char*> commands[] = {
         {"status", "print the state, the current work unit, uploads and totals"},
@@ -258,7 +270,20 @@ int main(int argc, char** argv) {
     EngineConfig& cfg = wiring.config;
     cfg.dataDir = o.dataDir;
     cfg.coordinatorUrl = o.coordinatorUrl;
-    cfg.clientName = o.name.empty() ? app::hostNameOr("tandem-worker") : o.name;
+    cfg.clientName = o.deviceName.empty() ? app::hostNameOr("tandem-worker") : o.deviceName;
+    // The command line wins over settings.json; neither: the coordinator's stays as it is.
+    for (auto [given, saved, dest, flag] :
+         {std::tuple{&o.name, &settings.displayName, &cfg.displayName, "--name"},
+          std::tuple{&o.team, &settings.team, &cfg.team, "--team"}}) {
+        if (given->has_value()) {
+            auto checked = net::checkPublicName(**given, flag);
+            if (!checked)
+                return usage(checked.error().message);
+            *dest = *checked;
+        } else if (!saved->empty()) {
+            *dest = *saved;
+        }
+    }
     cfg.rules = settings.rules;
     cfg.maxWorkUnits = static_cast<int>(o.maxWorkUnits);
     cfg.checkpointIntervalMs = o.checkpointSeconds * 1000;

@@ -98,7 +98,7 @@ Outcome<net::RegisterResponse> Coordinator::registerClient(std::string_view body
     if (!req)
         return refuse(400, "bad_request", req.error().message);
     std::lock_guard lock(m_impl->mu);
-    auto out = m_impl->clients.add(*req, m_impl->key.publicKey());
+    auto out = m_impl->registerDonor(*req);
     if (out.ok())
         m_impl->metrics.countRegistration();
     return out;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "crypto.hpp"
+#include "donor_profile.hpp"
 #include "expected.hpp"
 #include "held_work.hpp"
 #include "model.hpp"
@@ -176,6 +177,15 @@ class Coordinator {
     std::string metricsText();
     // The counters, for the HTTP layer's own figures (responses, bytes sent).
     Metrics& metrics();
+
+    // The public face (public_face.cpp; docs/protocol.md, "Names, teams and the leaderboard").
+    // PUT /v1/clients/self: changes the client's display name and team; the stored profile.
+    Outcome<net::DonorProfile> updateProfile(int64_t clientId, std::string_view body);
+    Outcome<net::DonorProfile> profile(int64_t clientId);
+    // The top donors and teams; with a client, its own and its team's standing.
+    Outcome<net::Leaderboard> leaderboard(int64_t runId, std::optional<int64_t> clientId);
+    // The public run page (HTML), built from a cache; 404 for another run.
+    Outcome<std::string> publicPage(int64_t runId);
     // The newest samples, newest version first (at most `limit` of them).
     std::vector<ModelSample> samples(int64_t runId, int64_t limit);
     Outcome<ServedFile> weightsFile(int64_t runId, int64_t version);

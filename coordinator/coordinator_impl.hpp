@@ -8,6 +8,7 @@
 #include "coordinator.hpp"
 
 #include "client_registry.hpp"
+#include "leaderboard.hpp"
 #include "messages.hpp"
 #include "metrics.hpp"
 #include "result_format.hpp"
@@ -23,6 +24,7 @@
 #include "work_assignment.hpp"
 #include "work_units.hpp"
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -53,6 +55,7 @@ struct Coordinator::Impl {
     ThreadPool pool;  // aggregation, outer step
     ClientRegistry clients;
     Metrics metrics;  // counters for /metrics (metrics.hpp)
+    Leaderboard board;  // names, teams, totals (leaderboard.hpp)
 
     // The run (fixed when it was created).
     int64_t runId = 0;
@@ -95,6 +98,13 @@ struct Coordinator::Impl {
     bool samplesTooSlowLogged = false;
     bool stopping = false;
 
+    // The public run page (public_face.cpp), rebuilt when pageEvents, the version or the
+    // board's generation moved, or after a minute (active donors, tokens per hour).
+    uint64_t pageEvents = 0;              // validation losses and samples recorded
+    std::array<uint64_t, 3> pageStamp{};  // version, pageEvents, board generation
+    int64_t pageBuiltUnix = 0;
+    std::string pageHtml;
+
     Impl(CoordinatorConfig c, Logger l, StateDir s, Database d, net::SigningKey k)
         : cfg(std::move(c)),
           log(std::move(l)),
@@ -103,7 +113,8 @@ struct Coordinator::Impl {
           key(std::move(k)),
           pool(std::max(1, cfg.threads)),
           clients(
-              db, [this] { return now(); }, log) {}
+              db, [this] { return now(); }, log),
+          board(db) {}
 
     int64_t now() const {
         if (cfg.clock)
@@ -147,6 +158,12 @@ struct Coordinator::Impl {
 
     Outcome<net::HeldWorkUnits> heldWork(int64_t clientId);
     Outcome<void> releaseWork(int64_t clientId, int64_t workUnitId);
+
+    // ---- the public face (public_face.cpp), mu held
+
+    // Registration with the optional display name and team: all of it or nothing.
+    Outcome<net::RegisterResponse> registerDonor(const net::RegisterRequest& request);
+    const std::string& publicPage();  // rebuilt when stale (see pageStamp)
 
     // ---- result intake (result_intake.cpp)
 

@@ -269,6 +269,8 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
             if (auto r = st->run(); !r)
                 return fail(r.error().message);
+        if (auto r = board.addResult(runId, s.clientId, header.tokens, weight); !r)
+            return fail(r.error().message);
         if (auto r = tx.commit(); !r)
             return fail(r.error().message);
     }

@@ -99,6 +99,7 @@ void Coordinator::Impl::sampleVersion(int64_t sampled, std::span<const float> we
     }
     if (stored)
         stored = tx.commit();
+    ++pageEvents;  // the public page shows the newest sample
     if (!stored)
         log("version " + std::to_string(sampled) +
             ": samples not stored: " + stored.error().message);

@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 4> kMigrations = {
+inline constexpr std::array<std::string_view, 5> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -122,6 +122,36 @@ CREATE TABLE samples (
   created_unix INTEGER NOT NULL,
   PRIMARY KEY (run_id, version, prompt_index)
 );
+)sql",
+    // 5: donors' public names and teams, and the leaderboard's totals (leaderboard.hpp), kept
+    // up to date in the transaction that accepts a result. *_key: the name folded to lower case
+    // (net::publicNameKey); display names are unique by it, teams grouped by it.
+    R"sql(
+ALTER TABLE clients ADD COLUMN display_name TEXT;
+ALTER TABLE clients ADD COLUMN display_key TEXT;
+ALTER TABLE clients ADD COLUMN team TEXT;
+ALTER TABLE clients ADD COLUMN team_key TEXT;
+CREATE UNIQUE INDEX clients_display_key ON clients(display_key) WHERE display_key IS NOT NULL;
+CREATE INDEX clients_team_key ON clients(team_key) WHERE team_key IS NOT NULL;
+CREATE TABLE donor_totals (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  client_id INTEGER NOT NULL REFERENCES clients(id),
+  tokens INTEGER NOT NULL DEFAULT 0,
+  units INTEGER NOT NULL DEFAULT 0,
+  credit REAL NOT NULL DEFAULT 0,      -- the sum of the receipts' weights
+  PRIMARY KEY (run_id, client_id)
+);
+CREATE INDEX donor_totals_rank ON donor_totals(run_id, credit);
+CREATE TABLE team_totals (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  team_key TEXT NOT NULL,
+  team TEXT NOT NULL,                  -- the spelling of the team's first result
+  tokens INTEGER NOT NULL DEFAULT 0,
+  units INTEGER NOT NULL DEFAULT 0,
+  credit REAL NOT NULL DEFAULT 0,      -- earned by donors while they were in the team
+  PRIMARY KEY (run_id, team_key)
+);
+CREATE INDEX team_totals_rank ON team_totals(run_id, credit);
 )sql",
 };
 

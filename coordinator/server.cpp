@@ -5,6 +5,7 @@
 #include "file_io.hpp"
 #include "http_io.hpp"
 #include "metrics.hpp"
+#include "public_routes.hpp"
 #include "safe_text.hpp"
 #include "tls.hpp"
 
@@ -138,7 +139,8 @@ void Server::Impl::routes() {
         const bool workRoute =
             req.path.rfind("/v1/work", 0) == 0 &&
             (req.method == "POST" || req.method == "GET" || req.method == "DELETE");
-        const bool jsonRoute = workRoute || (req.method == "POST" && req.path == "/v1/clients");
+        const bool jsonRoute = workRoute || (req.method == "POST" && req.path == "/v1/clients") ||
+                               (req.method == "PUT" && req.path == "/v1/clients/self");
         const bool speedRoute = req.method == "POST" && req.path == "/v1/speedtest";
         if (!jsonRoute && !speedRoute)
             return httplib::Server::HandlerResponse::Unhandled;
@@ -368,6 +370,8 @@ void Server::Impl::routes() {
     s.Get(R"(/v1/runs/(\d+)/data/(\d+))", serveRunFile("data", [this](int64_t run, int64_t shard) {
               return coord.dataShard(run, shard);
           }));
+
+    addPublicRoutes(s, coord, cfg.maxJsonBytes);  // the run page, leaderboard, donor profile
 
     s.Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, coord.status().toJson());

@@ -72,6 +72,7 @@ void Coordinator::Impl::recordValidationLoss(int64_t round, double loss) {
     auto u = db.prepare("UPDATE rounds SET val_loss = ? WHERE run_id = ? AND round = ?");
     if (u)
         (void)u->bind(1, loss).bind(2, runId).bind(3, round).run();
+    ++pageEvents;  // the public page's loss curve
 }
 
 void Coordinator::Impl::evaluateJob(const EvalJob& job, bool newest) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "crypto.hpp"
+#include "donor_profile.hpp"
 #include "expected.hpp"
 #include "held_work.hpp"
 #include "protocol.hpp"
@@ -102,6 +103,10 @@ class CoordinatorApi {
                                                   const std::filesystem::path& resultFile,
                                                   const net::Signature& signature,
                                                   const TransferProgressFn& progress) = 0;
+    // The donor's display name and team (PUT /v1/clients/self); the profile stored.
+    virtual ApiResult<net::DonorProfile> updateProfile(const net::DonorProfile& /*profile*/) {
+        return apiFailure("this coordinator connection cannot set a display name or team", false);
+    }
 };
 
 }  // namespace tandem::core

@@ -7,6 +7,7 @@
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
 #include "file_io.hpp"
+#include "profile_sync.hpp"
 #include "reconcile.hpp"
 #include "recovery.hpp"
 #include "registration.hpp"
@@ -63,6 +64,7 @@ struct Engine::Impl {
     RuleGate gate{shared};
     EngineBackoff backoff{shared};
     Registrar registrar{shared, backoff};
+    ProfileSync profile{shared};  // display name and team
     ResultUploader uploader{shared, gate, registrar};
     WorkFetcher fetcher{shared, gate, backoff, registrar};
     ResultWriter writer{shared};
@@ -101,8 +103,10 @@ void Engine::Impl::engineMain() {
             }
             if (!registrar.registered()) {
                 registrar.registerNow();
+                profile.reset();
                 continue;
             }
+            profile.sync();
             // Once per start, before asking for work: units lost in a crash go back.
             if (!reconciled)
                 reconciled =

@@ -71,7 +71,10 @@ struct EngineConfig {
     std::string device = "cpu";     // resolved device name for the backend factory
     std::string deviceDescription;  // sent with work requests ("cuda:0 NVIDIA ..."); default device
     int64_t deviceMemoryBytes = 0;
-    std::string clientName = "tandem-worker";
+    std::string clientName = "tandem-worker";  // the device's name; never shown publicly
+    // The donor's public display name and team (net/donor_profile.hpp), sent after registering
+    // (profile_sync.hpp); none: left as the coordinator has them; "": removed.
+    std::optional<std::string> displayName, team;
     std::string hardwareSummary;
     RulesConfig rules;
     int maxWorkUnits = 0;        // > 0: stop once this many units are trained and settled

@@ -65,6 +65,13 @@ ApiResult<std::vector<net::HeldWorkUnit>> NetCoordinatorApi::listWork() {
     return std::move(r->units);
 }
 
+ApiResult<net::DonorProfile> NetCoordinatorApi::updateProfile(const net::DonorProfile& profile) {
+    auto r = m_client->updateProfile(profile);
+    if (!r)
+        return toApiFailure(r.error());
+    return std::move(r.value());
+}
+
 ApiResult<void> NetCoordinatorApi::releaseWork(int64_t workUnitId) {
     auto r = m_client->releaseWork(workUnitId);
     if (!r)

@@ -33,6 +33,7 @@ class NetCoordinatorApi final : public CoordinatorApi {
                                             const TransferProgressFn& progress) override;
     ApiResult<net::ProgressReply> reportProgress(int64_t workUnitId,
                                                  const net::ProgressReport& report) override;
+    ApiResult<net::DonorProfile> updateProfile(const net::DonorProfile& profile) override;
     ApiResult<UploadOutcome> uploadResult(const std::string& uploadUrl,
                                           const std::filesystem::path& resultFile,
                                           const net::Signature& signature,

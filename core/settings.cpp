@@ -1,5 +1,6 @@
 #include "settings.hpp"
 
+#include "donor_profile.hpp"
 #include "file_io.hpp"
 
 #include <nlohmann/json.hpp>
@@ -288,11 +289,12 @@ Expected<LoadedSettings> parseSettings(std::string_view text) {
                                std::to_string(version) + ", this one knows " +
                                std::to_string(Settings::kVersion) + "); unknown keys are kept");
     }
-    for (Status st : {top.text("device", s.device), top.text("proxy", s.proxy),
-                      top.integer("uploadLimitBytesPerSecond", s.uploadLimitBytesPerSecond),
-                      top.integer("downloadLimitBytesPerSecond", s.downloadLimitBytesPerSecond),
-                      top.text("dataDirectory", s.dataDirectory),
-                      top.boolean("startAtLogin", s.startAtLogin)}) {
+    for (Status st :
+         {top.text("device", s.device), top.text("proxy", s.proxy),
+          top.integer("uploadLimitBytesPerSecond", s.uploadLimitBytesPerSecond),
+          top.integer("downloadLimitBytesPerSecond", s.downloadLimitBytesPerSecond),
+          top.text("dataDirectory", s.dataDirectory), top.boolean("startAtLogin", s.startAtLogin),
+          top.text("displayName", s.displayName), top.text("team", s.team)}) {
         if (!st)
             return st.error();
     }
@@ -354,6 +356,8 @@ std::string serializeSettings(const Settings& s) {
     Json root;
     root["version"] = Settings::kVersion;
     root["device"] = s.device;
+    root["displayName"] = s.displayName;
+    root["team"] = s.team;
     root["coordinator"] = Json{
         {"url", s.coordinatorUrl}, {"caFile", s.caFile}, {"pinnedPublicKey", s.pinnedPublicKey}};
     if (!s.registerSecret.empty())
@@ -404,6 +408,13 @@ std::vector<SettingsIssue> validate(const Settings& s) {
           s.device.size() <= 8)) {
         add("device", "device is " + quoted(s.device) + "; expected auto, cpu or cuda:N (cuda:0)");
     }
+
+    for (auto [key, value] : {std::pair{"displayName", &s.displayName}, std::pair{"team", &s.team}})
+        if (auto checked =
+                net::checkPublicName(*value, key == std::string("team") ? "team" : "display name");
+            !checked || *checked != *value)
+            add(key, checked ? std::string(key) + " has white space at an end"
+                             : checked.error().message);
 
     const RulesConfig& rc = s.rules;
     if (rc.idleThresholdSeconds < 10 || rc.idleThresholdSeconds > 86400) {

@@ -36,6 +36,10 @@ struct Settings {
     std::string pinnedPublicKey;  // "sha256//<base64 of 32 bytes>"; exclusive with caFile
     std::string registerSecret;   // sent when registering (coordinator --register-secret); "" none
     bool startAtLogin = false;
+    // The donor's public display name and team on the coordinator's leaderboard and run page
+    // (net/donor_profile.hpp); "" for none (anonymous, no team).
+    std::string displayName;
+    std::string team;
 
     // Keys this build does not know, by dotted path ("rules.foo"), as JSON text.
     std::map<std::string, std::string> unknownKeys;

@@ -220,6 +220,29 @@ HttpResult<UploadReceipt> CoordinatorClient::uploadResult(const std::string& upl
     return out;
 }
 
+HttpResult<DonorProfile> CoordinatorClient::updateProfile(const DonorProfile& profile) {
+    auto res =
+        m_http->requestJson("PUT", "/v1/clients/self", profile.toJson(), {}, RetryPolicy::none());
+    if (!res)
+        return res.error();
+    auto stored = DonorProfile::fromJson(res->body);
+    if (!stored)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the profile answer is not valid: " + stored.error().message);
+    return stored.value();
+}
+
+HttpResult<Leaderboard> CoordinatorClient::leaderboard(int64_t runId) {
+    auto res = m_http->requestJson("GET", "/v1/runs/" + std::to_string(runId) + "/leaderboard");
+    if (!res)
+        return res.error();
+    auto board = Leaderboard::fromJson(res->body);
+    if (!board)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the leaderboard is not valid: " + board.error().message);
+    return board.value();
+}
+
 HttpResult<RunStatus> CoordinatorClient::status() {
     auto res = m_http->requestJson("GET", "/v1/status");
     if (!res)

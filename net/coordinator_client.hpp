@@ -3,6 +3,7 @@
 // coordinator key before they are returned.
 #pragma once
 
+#include "donor_profile.hpp"
 #include "held_work.hpp"
 #include "http_client.hpp"
 #include "protocol.hpp"
@@ -78,6 +79,13 @@ class CoordinatorClient {
 
     // GET /v1/status (no authentication needed).
     HttpResult<RunStatus> status();
+
+    // PUT /v1/clients/self: the donor's display name and team (fields left out stay as they
+    // are); the profile the coordinator stored. A refused name is an HttpStatus error with the
+    // coordinator's message (400 invalid_name, 409 name_taken).
+    HttpResult<DonorProfile> updateProfile(const DonorProfile& profile);
+    // GET /v1/runs/{run}/leaderboard with the bearer token: the board and this donor's standing.
+    HttpResult<Leaderboard> leaderboard(int64_t runId);
 
     HttpClient& http() { return *m_http; }
 

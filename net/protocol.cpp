@@ -130,7 +130,12 @@ Expected<ApiError> ApiError::fromJson(std::string_view text) {
 // ---- register
 
 std::string RegisterRequest::toJson() const {
-    return json{{"name", name}, {"public_key", b64(publicKey)}, {"hardware", hardware}}.dump();
+    json j{{"name", name}, {"public_key", b64(publicKey)}, {"hardware", hardware}};
+    if (!displayName.empty())
+        j["display_name"] = displayName;
+    if (!team.empty())
+        j["team"] = team;
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Expected<RegisterRequest> RegisterRequest::fromJson(std::string_view text) {
@@ -142,6 +147,13 @@ Expected<RegisterRequest> RegisterRequest::fromJson(std::string_view text) {
     out.name = r.string("name", 1, 100);
     out.publicKey = r.publicKey("public_key");
     out.hardware = r.string("hardware", 0, 2000);
+    // display_name and team: optional strings (or null), checked by the coordinator.
+    for (auto [field, dest] :
+         {std::pair{"display_name", &out.displayName}, std::pair{"team", &out.team}}) {
+        auto it = j->find(field);
+        if (it != j->end() && !it->is_null())
+            *dest = r.string(field, 0, 1000);
+    }
     if (r.failed())
         return r.error();
     return out;

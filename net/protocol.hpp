@@ -29,9 +29,21 @@ struct ApiError {
 
 // POST /v1/clients
 struct RegisterRequest {
+    RegisterRequest() = default;
+    RegisterRequest(std::string deviceName, PublicKey key, std::string hardwareSummary,
+                    std::string publicName = {}, std::string teamName = {})
+        : name(std::move(deviceName)),
+          publicKey(key),
+          hardware(std::move(hardwareSummary)),
+          displayName(std::move(publicName)),
+          team(std::move(teamName)) {}
     std::string name;       // 1..100 characters
     PublicKey publicKey{};  // Ed25519, base64 in JSON
     std::string hardware;   // free-form summary, at most 2000 characters
+    // Optional: the donor's public name and team (donor_profile.hpp); "" for none. Unlike
+    // `name`, these are shown publicly.
+    std::string displayName;
+    std::string team;
     std::string toJson() const;
     static Expected<RegisterRequest> fromJson(std::string_view text);
 };

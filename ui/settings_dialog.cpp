@@ -168,6 +168,25 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
         m_autostart->setToolTip(autostart::unsupportedReason());
         gForm->addRow(QString(), new QLabel(autostart::unsupportedReason(), general));
     }
+    // The donor's public face (docs/protocol.md, "Names, teams and the leaderboard"): checked
+    // here as the coordinator checks it (core::validate); a name the coordinator refuses (taken)
+    // is reported in the log.
+    m_displayName = new QLineEdit(general);
+    m_displayName->setObjectName(QStringLiteral("displayName"));
+    m_displayName->setMaxLength(64);
+    m_displayName->setPlaceholderText(tr("anonymous"));
+    m_displayName->setAccessibleName(tr("Public display name"));
+    m_displayName->setToolTip(
+        tr("Shown on the run's public page and leaderboard; 1 to 32 "
+           "characters, unique on the coordinator. Empty: anonymous."));
+    gForm->addRow(tr("Public &name:"), m_displayName);
+    m_team = new QLineEdit(general);
+    m_team->setObjectName(QStringLiteral("team"));
+    m_team->setMaxLength(64);
+    m_team->setPlaceholderText(tr("no team"));
+    m_team->setAccessibleName(tr("Team"));
+    m_team->setToolTip(tr("Your work also counts for this team; 1 to 32 characters."));
+    gForm->addRow(tr("&Team:"), m_team);
     m_tabs->addTab(general, tr("&General"));
 
     // --- When to work ---
@@ -361,6 +380,8 @@ void SettingsDialog::setDevices(const DeviceReport& report) {
 
 void SettingsDialog::load(const core::Settings& s) {
     m_dataDir->setText(QString::fromStdString(s.dataDirectory));
+    m_displayName->setText(QString::fromStdString(s.displayName));
+    m_team->setText(QString::fromStdString(s.team));
     m_autostart->setChecked(autostart::supported() ? (s.startAtLogin || autostart::enabled())
                                                    : false);
     const auto& r = s.rules;
@@ -406,6 +427,8 @@ core::Settings SettingsDialog::settings() const {
     s.device = device.isEmpty() ? m_original.device : device.toStdString();
     s.dataDirectory = m_dataDir->text().trimmed().toStdString();
     s.startAtLogin = m_autostart->isChecked();
+    s.displayName = m_displayName->text().trimmed().toStdString();
+    s.team = m_team->text().trimmed().toStdString();
     auto& r = s.rules;
     r.onlyWhenIdle = m_idle->isChecked();
     r.idleThresholdSeconds = static_cast<int64_t>(m_idleMinutes->value()) * 60;

@@ -69,6 +69,8 @@ class SettingsDialog final : public QDialog {
     QLineEdit* dataDirEdit() const { return m_dataDir; }
     QLineEdit* pinEdit() const { return m_pin; }
     QCheckBox* startAtLogin() const { return m_autostart; }
+    QLineEdit* displayNameEdit() const { return m_displayName; }
+    QLineEdit* teamEdit() const { return m_team; }
 
   public slots:
     void accept() override;
@@ -99,6 +101,8 @@ class SettingsDialog final : public QDialog {
     QLabel* m_deviceNote;
     QLineEdit* m_dataDir;
     QCheckBox* m_autostart;
+    QLineEdit* m_displayName;  // public, on the run's page and leaderboard
+    QLineEdit* m_team;
     QCheckBox* m_idle;
     QSpinBox* m_idleMinutes;
     QLabel* m_idleUnknown;

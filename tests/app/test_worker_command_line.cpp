@@ -37,7 +37,8 @@ class TestWorkerCommandLine : public QObject {
         for (const char* option :
              {"--coordinator URL", "--ca-file FILE", "--pin sha256//BASE64", "--data-dir DIR",
               "--device D", "--threads N", "--max-work-units N", "--checkpoint-seconds S",
-              "--checkpoint-steps N", "--name NAME", "--help", "--version"})
+              "--checkpoint-steps N", "--name NAME", "--team TEAM", "--device-name NAME", "--help",
+              "--version"})
             QVERIFY2(r.out.contains(option), option);
         // Defaults and the exit codes are part of the help.
         QVERIFY(r.out.contains("(default 300)"));

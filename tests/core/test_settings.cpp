@@ -39,6 +39,8 @@ Settings everythingSet() {
     s.coordinatorUrl = "https://coordinator.example:8443/tandem";
     s.pinnedPublicKey = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
     s.startAtLogin = true;
+    s.displayName = "Ada <Lovelace>";
+    s.team = "Analytical Engines";
     return s;
 }
 
@@ -234,6 +236,12 @@ class TestSettings : public QObject {
                                      << "CA file 'ca.pem' is relative";
         QTest::newRow("pin form") << i++ << "coordinator.pinnedPublicKey"
                                   << "pinned key 'sha1//abc' is not of the form sha256//";
+        QTest::newRow("name too long") << i++ << "displayName"
+                                       << "display name may have at most 32 characters";
+        QTest::newRow("name untrimmed") << i++ << "displayName"
+                                        << "displayName has white space at an end";
+        QTest::newRow("team control") << i++ << "team"
+                                      << "team may hold printable characters only; found U+0007";
     }
     void validationErrors() {
         QFETCH(int, which);
@@ -269,8 +277,11 @@ class TestSettings : public QObject {
             },
             [](Settings& s) { s.caFile = "ca.pem"; },
             [](Settings& s) { s.pinnedPublicKey = "sha1//abc"; },
+            [](Settings& s) { s.displayName = std::string(33, 'n'); },
+            [](Settings& s) { s.displayName = "Ada "; },
+            [](Settings& s) { s.team = "bell\x07"; },
         };
-        QCOMPARE(changes.size(), size_t{22});
+        QCOMPARE(changes.size(), size_t{25});
         const auto issues = issuesOf(changes.at(static_cast<size_t>(which)));
         QCOMPARE(issues.size(), size_t{1});
         QCOMPARE(QString::fromStdString(issues[0].key), key);

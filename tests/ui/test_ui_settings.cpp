@@ -340,6 +340,36 @@ class TestUiSettings : public QObject {
         QCOMPARE(dialog.result(), int(QDialog::Accepted));
     }
 
+    void publicNameAndTeam() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        auto ctx = context(bridge, services);
+        ctx.settingsFile = (m_dir.path() + QStringLiteral("/profile.json")).toStdString();
+        ui::SettingsDialog dialog(ctx, core::Settings{}, nullptr);
+        QVERIFY(dialog.displayNameEdit()->text().isEmpty());            // anonymous by default
+        dialog.displayNameEdit()->setText(QString(33, QChar(0x00E9)));  // 33 characters, 66 bytes
+        dialog.teamEdit()->setText(QStringLiteral("a\u202Eb"));         // right-to-left override
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Rejected));
+        const QString all = dialog.issues().join('\n');
+        QCOMPARE(dialog.issues().size(), 2);
+        QVERIFY2(all.contains(QStringLiteral("at most 32 characters after trimming white space, "
+                                             "found 33")),
+                 qPrintable(all));
+        QVERIFY2(all.contains(QStringLiteral("U+202E")), qPrintable(all));
+        QVERIFY(!QFile::exists(QString::fromStdString(ctx.settingsFile.string())));
+        dialog.displayNameEdit()->setText(QStringLiteral("  <b>Ada</b>  "));
+        dialog.teamEdit()->setText(QStringLiteral("Engines"));
+        dialog.accept();
+        QVERIFY2(dialog.issues().isEmpty(), qPrintable(dialog.issues().join('\n')));
+        auto saved = core::loadSettings(ctx.settingsFile);
+        QVERIFY(saved.ok());
+        QCOMPARE(saved->settings.displayName, std::string("<b>Ada</b>"));  // trimmed, as text
+        QCOMPARE(saved->settings.team, std::string("Engines"));
+        ui::SettingsDialog again(ctx, saved->settings, nullptr);
+        QCOMPARE(again.displayNameEdit()->text(), QStringLiteral("<b>Ada</b>"));
+    }
+
     void startAtLogin() {
         QVERIFY(ui::autostart::supported());
         const QString entry = ui::autostart::entryPath();

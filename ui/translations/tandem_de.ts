@@ -4,7 +4,7 @@
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../../app/tandem_main.cpp" line="+220"/>
+        <location filename="../../app/tandem_main.cpp" line="+222"/>
         <location line="+48"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
@@ -1503,7 +1503,47 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Tandem beim &amp;Anmelden starten</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+14"/>
+        <source>anonymous</source>
+        <translation>anonym</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Public display name</source>
+        <translation>Öffentlicher Anzeigename</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Shown on the run&apos;s public page and leaderboard; 1 to 32 characters, unique on the coordinator. Empty: anonymous.</source>
+        <translation>Erscheint auf der öffentlichen Seite des Laufs und in der Bestenliste; 1 bis 32 Zeichen, beim Koordinator eindeutig. Leer: anonym.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Public &amp;name:</source>
+        <translation>Öffentlicher &amp;Name:</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>no team</source>
+        <translation>kein Team</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Team</source>
+        <translation>Team</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Your work also counts for this team; 1 to 32 characters.</source>
+        <translation>Ihre Arbeit zählt auch für dieses Team; 1 bis 32 Zeichen.</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Team:</source>
+        <translation>&amp;Team:</translation>
+    </message>
+    <message>
+        <location line="+1"/>
         <source>&amp;General</source>
         <translation>&amp;Allgemein</translation>
     </message>
@@ -1692,7 +1732,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Keine GPU ist nutzbar: %1.</translation>
     </message>
     <message>
-        <location line="+93"/>
+        <location line="+97"/>
         <source>%1, window %2, from</source>
         <translation>%1, Fenster %2, von</translation>
     </message>
