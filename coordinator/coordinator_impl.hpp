@@ -54,7 +54,7 @@ struct Coordinator::Impl {
     net::SigningKey key;
     ThreadPool pool;  // aggregation, outer step
     ClientRegistry clients;
-    Metrics metrics;  // counters for /metrics (metrics.hpp)
+    Metrics metrics;    // counters for /metrics (metrics.hpp)
     Leaderboard board;  // names, teams, totals (leaderboard.hpp)
 
     // The run (fixed when it was created).
