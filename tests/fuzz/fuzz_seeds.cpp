@@ -190,6 +190,41 @@ void tokenizerSeeds() {
     add("fuzz_tokenizer", 2, "I'm   here's 123abc!!  \n\tend");
 }
 
+// A JSON text and a binary file as one input: [selector, length / 4, JSON padded to 4n, binary].
+void addPair(uint8_t selector, std::string json, const Bytes& binary) {
+    json.resize((json.size() + 3) / 4 * 4, ' ');
+    Bytes b{selector, static_cast<uint8_t>(json.size() / 4)};
+    b.insert(b.end(), json.begin(), json.end());
+    b.insert(b.end(), binary.begin(), binary.end());
+    g_seeds["fuzz_worker_files"].push_back(std::move(b));
+}
+
+void workerFileSeeds() {
+    const std::string t = "fuzz_worker_files";
+    add(t, 0,
+        std::string(1, '\0') +
+            R"({"step":3,"sampler":"12345","loss_sum":1.5,"tokens":100,)"
+            R"("compute_seconds":2.5,"checkpoint":"ckpt-3.ckpt","loss_first":5.5,)"
+            R"("loss_last":5.0})");
+    const std::string info = R"({"work_unit_id":7,"upload_url":"/v1/results/7","run_id":1,)"
+                             R"("base_version":3})";
+    add(t, 1, std::string(1, '\0') + info);
+    net::ResultHeader h;
+    h.workUnitId = 7;
+    h.parameterCount = 4;
+    h.tokens = 100;
+    h.steps = 2;
+    const std::vector<uint16_t> halves = {0x3c00, 0xbc00, 0, 0x8000};
+    addPair(2, info, net::buildResult(h, halves));
+    add(t, 3, std::string(1, '\0') + R"({"request_id":"0123456789abcdef"})");
+    const ParameterLayout layout(tinyModel());
+    Checkpoint ckpt{
+        tinyModel(), ramp(layout.parameterCount()),
+        OptimizerState{ramp(layout.parameterCount()), ramp(layout.parameterCount()), 4}};
+    addPair(4, R"({"run_id":1,"device":"cpu","model":")" + tinyModel().describe() + "\"}",
+            serializeCheckpoint(ckpt));
+}
+
 void settingsSeeds() {
     add("fuzz_settings", 0, core::serializeSettings(core::Settings{}));
     core::Settings s;
@@ -215,6 +250,7 @@ int main(int argc, char** argv) {
     fileSeeds();
     tokenizerSeeds();
     settingsSeeds();
+    workerFileSeeds();
     size_t written = 0;
     for (const auto& [target, seeds] : g_seeds) {
         const fs::path dir = fs::path(argv[1]) / target;
