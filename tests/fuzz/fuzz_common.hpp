@@ -49,15 +49,23 @@ class Input {
 // every call: for loaders that only take a path.
 inline std::filesystem::path scratchFile(std::span<const uint8_t> bytes) {
     namespace fs = std::filesystem;
-    static const fs::path dir = [] {
+    // Removed when the process exits normally (a crash leaves it, beside the crash's input).
+    struct ScratchDir {
+        fs::path path;
+        ~ScratchDir() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    };
+    static const ScratchDir dir = [] {
         std::error_code ec;
         fs::path base =
             fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
         fs::path d = base / ("tandem-fuzz-" + std::to_string(::getpid()));
         fs::create_directories(d);
-        return d;
+        return ScratchDir{d};
     }();
-    const fs::path file = dir / "input";
+    const fs::path file = dir.path / "input";
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
