@@ -160,6 +160,10 @@ RangeResult parseRange(const std::string& header, int64_t size) {
 
 }  // namespace
 
+void ignoreRequestRanges(const httplib::Request& req) {
+    const_cast<httplib::Request&>(req).ranges.clear();
+}
+
 // Serves a file (or a range of it) from an open descriptor, streaming in 1 MiB pieces.
 void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file,
                std::function<void(size_t)> sent) {
@@ -172,7 +176,7 @@ void serveFile(const httplib::Request& req, httplib::Response& res, const Served
     }
     RangeResult range = parseRange(req.get_header_value("Range"), file.bytes);
     // httplib would apply the Range again on top of ours: it is handled here.
-    const_cast<httplib::Request&>(req).ranges.clear();
+    ignoreRequestRanges(req);
     if (range.use && !req.get_header_value("If-Range").empty() &&
         req.get_header_value("If-Range") != etag)
         range.use = false;
@@ -242,6 +246,7 @@ void listenInBackground(httplib::Server& server, std::thread& thread) {
 
 // The JSON body of an answer that cpp-httplib made itself (no route, a refused request line).
 void errorBody(const httplib::Request& req, httplib::Response& res) {
+    ignoreRequestRanges(req);
     if (!res.body.empty() || res.status == 304)
         return;
     std::string message = res.status == 404

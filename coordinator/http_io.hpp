@@ -40,6 +40,11 @@ Refusal badLength(const httplib::Request& req);
 // connection can carry the next request).
 bool drainBody(const httplib::ContentReader& reader);
 
+// cpp-httplib cuts whatever body is answered to the request's Range (a refusal's JSON, the 404
+// body: found by fuzz_http_request); only serveFile honours Range, reading the header itself.
+// Called before routing and in errorBody.
+void ignoreRequestRanges(const httplib::Request& req);
+
 // Serves a file (or one range of it) from disk, streaming in 1 MiB pieces; ETag = SHA-256.
 // sent, when given, learns the size of every piece written to the client.
 void serveFile(const httplib::Request& req, httplib::Response& res, const ServedFile& file,

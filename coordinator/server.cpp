@@ -131,6 +131,7 @@ void Server::Impl::routes() {
     httplib::SSLServer& s = *http;
 
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        ignoreRequestRanges(req);
         if (!bodyLength(req).valid) {
             sendRefusal(res, badLength(req), true);
             return httplib::Server::HandlerResponse::Handled;

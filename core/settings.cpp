@@ -271,7 +271,7 @@ Expected<LoadedSettings> parseSettings(std::string_view text) {
     Json root;
     try {
         root = Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for 1e9999
         return makeError(std::string("settings: not valid JSON: ") + e.what());
     }
     if (!root.is_object()) {

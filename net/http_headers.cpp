@@ -35,6 +35,11 @@ std::optional<milliseconds> parseRetryAfter(const std::string& value,
     const time_t at = curl_getdate(v.c_str(), nullptr);
     if (at < 0)
         return std::nullopt;
+    // A date centuries ahead overflows system_clock's nanoseconds (found by fuzz_http_text):
+    // capped at a year, as a long number of seconds is above.
+    constexpr time_t kYearSeconds = 365 * 24 * 3600;
+    if (at - std::chrono::system_clock::to_time_t(now) > kYearSeconds)
+        return milliseconds(std::chrono::hours(24 * 365));
     const auto when = std::chrono::system_clock::from_time_t(at);
     if (when <= now)
         return milliseconds(0);
