@@ -2,6 +2,7 @@
 // own keys, work requests and whole uploads. For the tests of the coordinator's parts.
 #pragma once
 
+#include "codec.hpp"
 #include "harness.hpp"
 
 #include <QTemporaryDir>
@@ -31,6 +32,14 @@ inline coord::CoordinatorConfig directConfig() {
     c.refuseRepeatedPayloads = false;  // the tests upload one payload many times
     c.newClientWorkUnits = 1000;       // and give new clients several units
     return c;
+}
+
+// A pseudo-gradient of P values scale x 0.001 x (i % 7 - 3), in fp16: one direction, any length.
+inline std::vector<uint16_t> patternDelta(int64_t P, float scale = 1) {
+    std::vector<uint16_t> d(static_cast<size_t>(P));
+    for (int64_t i = 0; i < P; ++i)
+        d[static_cast<size_t>(i)] = floatToHalf(scale * 0.001f * float(i % 7 - 3));
+    return d;
 }
 
 struct DirectClient {

@@ -19,14 +19,6 @@ using namespace tandem::testing;
 
 namespace {
 
-// scale x 0.001 x (i % 7 - 3): one direction, any length.
-std::vector<uint16_t> pattern(int64_t P, float scale) {
-    std::vector<uint16_t> d(static_cast<size_t>(P));
-    for (int64_t i = 0; i < P; ++i)
-        d[static_cast<size_t>(i)] = floatToHalf(scale * 0.001f * float(i % 7 - 3));
-    return d;
-}
-
 double normOf(const std::vector<uint16_t>& halves) {
     double s = 0;
     for (uint16_t h : halves)
@@ -92,9 +84,9 @@ class TestCoordinatorByzantine : public QObject {
         auto a = f.registerClient("a");
         const auto m = f.work(a);
         // The unit pattern's norm, scaled to just above and below ||theta|| (bound 1 x).
-        const double unit = normOf(pattern(P, 1));
-        const auto above = pattern(P, float(1.02 * theta / unit));
-        const auto below = pattern(P, float(0.98 * theta / unit));
+        const double unit = normOf(patternDelta(P, 1));
+        const auto above = patternDelta(P, float(1.02 * theta / unit));
+        const auto below = patternDelta(P, float(0.98 * theta / unit));
         QVERIFY(normOf(above) > theta && normOf(below) < theta);
         auto refused = f.upload(a, buildResult(m, above, a.key));
         QCOMPARE(codeOf(refused), std::string("norm_above_bound"));
@@ -110,7 +102,8 @@ class TestCoordinatorByzantine : public QObject {
         QVERIFY2(g.t().ok(), g.t().error().c_str());
         auto b = g.registerClient("b");
         const auto mb = g.work(b);
-        const auto big = pattern(P, float(0.55 / unit)), fine = pattern(P, float(0.45 / unit));
+        const auto big = patternDelta(P, float(0.55 / unit)),
+                   fine = patternDelta(P, float(0.45 / unit));
         auto r = g.upload(b, buildResult(mb, big, b.key));
         QCOMPARE(codeOf(r), std::string("norm_above_bound"));
         QVERIFY(r.refusal().message.find("above the run's bound 0.5") != std::string::npos);
@@ -123,13 +116,13 @@ class TestCoordinatorByzantine : public QObject {
         const int64_t P = f.coordinator().parameterCount();
         auto a = f.registerClient("a"), b = f.registerClient("b"), c = f.registerClient("c");
         const auto ma = f.work(a), mb = f.work(b), mc = f.work(c);
-        const auto d = pattern(P, 1);
+        const auto d = patternDelta(P, 1);
         // All zeros is refused even as a run's first result.
         auto zero = f.upload(a, buildResult(ma, std::vector<uint16_t>(size_t(P), 0), a.key));
         QCOMPARE(codeOf(zero), std::string("zero_delta"));
         QCOMPARE(codeOf(f.upload(a, buildResult(ma, d, a.key))), std::string("accepted"));
         // Almost zero: below 0.001 x the reference (the norm of d).
-        auto tiny = f.upload(b, buildResult(mb, pattern(P, 0.0005f), b.key));
+        auto tiny = f.upload(b, buildResult(mb, patternDelta(P, 0.0005f), b.key));
         QCOMPARE(codeOf(tiny), std::string("zero_delta"));
         // A NaN never gets as far as the gate.
         auto nan = d;
@@ -142,20 +135,20 @@ class TestCoordinatorByzantine : public QObject {
                 std::string::npos);
         QCOMPARE(f.coordinator().status().totalTokens,
                  int64_t{ma.innerSteps} * ma.batch * ma.seqLen);
-        QCOMPARE(codeOf(f.upload(b, buildResult(mb, pattern(P, 1.1f), b.key))),
+        QCOMPARE(codeOf(f.upload(b, buildResult(mb, patternDelta(P, 1.1f), b.key))),
                  std::string("accepted"));
-        QCOMPARE(codeOf(f.upload(c, buildResult(mc, pattern(P, 0.9f), c.key))),
+        QCOMPARE(codeOf(f.upload(c, buildResult(mc, patternDelta(P, 0.9f), c.key))),
                  std::string("accepted"));
         QCOMPARE(f.coordinator().currentVersion(), int64_t{1});
         // Sign flipped: cosine -1 to the last outer step (a positive multiple of the mean of d,
         // 1.1 d and 0.9 d, as the momentum started at zero).
         auto a2 = f.work(a);
-        auto first = f.upload(a, buildResult(a2, pattern(P, -1.05f), a.key));
+        auto first = f.upload(a, buildResult(a2, patternDelta(P, -1.05f), a.key));
         QCOMPARE(codeOf(first), std::string("wrong_direction"));
         QVERIFY2(first.refusal().message.find("cosine similarity to the last outer step is -1") !=
                      std::string::npos,
                  first.refusal().message.c_str());
-        QCOMPARE(codeOf(f.upload(a, buildResult(a2, pattern(P, 1.05f), a.key))),
+        QCOMPARE(codeOf(f.upload(a, buildResult(a2, patternDelta(P, 1.05f), a.key))),
                  std::string("accepted"));
     }
 
@@ -168,7 +161,7 @@ class TestCoordinatorByzantine : public QObject {
         DirectCoordinator f(config(2));
         QVERIFY2(f.t().ok(), f.t().error().c_str());
         const int64_t P = f.coordinator().parameterCount();
-        const double unit = normOf(pattern(P, 1));
+        const double unit = normOf(patternDelta(P, 1));
         auto attacker = f.registerClient("attacker");
         std::vector<DirectClient> honest;
         for (int k = 0; k < 1; ++k)
@@ -185,7 +178,7 @@ class TestCoordinatorByzantine : public QObject {
             const auto m = f.work(attacker);
             if (!recent.empty()) {  // just beyond 10 x the honest reference: refused
                 const double honestRef = lowerMedian(recent);
-                auto up = pattern(P, float(10.5 * honestRef / unit));
+                auto up = patternDelta(P, float(10.5 * honestRef / unit));
                 auto r = f.upload(attacker, buildResult(m, up, attacker.key));
                 QCOMPARE(codeOf(r), std::string("outlier_norm"));
                 QVERIFY2(r.refusal().message.find("times the reference " + fourDigits(honestRef)) !=
@@ -193,7 +186,7 @@ class TestCoordinatorByzantine : public QObject {
                          r.refusal().message.c_str());
             }
             const double ref = recent.empty() ? 1.5 * unit : lowerMedian(recent);
-            const auto attack = pattern(P, float(9.9 * ref / unit));
+            const auto attack = patternDelta(P, float(9.9 * ref / unit));
             auto r = f.upload(attacker, buildResult(m, attack, attacker.key));
             QCOMPARE(codeOf(r), std::string("accepted"));
             const double attackNorm = normOf(attack);
@@ -205,7 +198,7 @@ class TestCoordinatorByzantine : public QObject {
                 QCOMPARE(receiptWeight(r), tokens);
             for (size_t k = 0; k < honest.size(); ++k) {
                 const auto mh = f.work(honest[k]);
-                const auto d = pattern(P, 1.0f + 0.01f * float(k + 4 * round));
+                const auto d = patternDelta(P, 1.0f + 0.01f * float(k + 4 * round));
                 QCOMPARE(codeOf(f.upload(honest[k], buildResult(mh, d, honest[k].key))),
                          std::string("accepted"));
                 accepted.emplace_back(round, normOf(d));
@@ -224,13 +217,13 @@ class TestCoordinatorByzantine : public QObject {
         DirectCoordinator f(cfg);
         QVERIFY2(f.t().ok(), f.t().error().c_str());
         const int64_t P = f.coordinator().parameterCount();
-        const double unit = normOf(pattern(P, 1));
+        const double unit = normOf(patternDelta(P, 1));
         auto a = f.registerClient("a"), b = f.registerClient("b"), c = f.registerClient("c");
         std::vector<double> norms;
         int n = 0;
         for (auto* client : {&a, &b, &c}) {
             const auto m = f.work(*client);
-            const auto d = pattern(P, 1.0f + 0.2f * float(n++));
+            const auto d = patternDelta(P, 1.0f + 0.2f * float(n++));
             QCOMPARE(codeOf(f.upload(*client, buildResult(m, d, client->key))),
                      std::string("accepted"));
             norms.push_back(normOf(d));
@@ -242,14 +235,14 @@ class TestCoordinatorByzantine : public QObject {
         const double ref = lowerMedian(norms);  // the middle one: 1.2 x unit
         const auto m = f.work(a);
         // Against the reference of round 0, which only the database still holds.
-        auto over = f.upload(a, buildResult(m, pattern(P, float(10.3 * ref / unit)), a.key));
+        auto over = f.upload(a, buildResult(m, patternDelta(P, float(10.3 * ref / unit)), a.key));
         QCOMPARE(codeOf(over), std::string("outlier_norm"));
         QVERIFY(over.refusal().message.find("times the reference " + fourDigits(ref)) !=
                 std::string::npos);
         // The last outer step, rebuilt from the weights of versions 0 and 1.
-        QCOMPARE(codeOf(f.upload(a, buildResult(m, pattern(P, -1.3f), a.key))),
+        QCOMPARE(codeOf(f.upload(a, buildResult(m, patternDelta(P, -1.3f), a.key))),
                  std::string("wrong_direction"));
-        QCOMPARE(codeOf(f.upload(a, buildResult(m, pattern(P, 1.3f), a.key))),
+        QCOMPARE(codeOf(f.upload(a, buildResult(m, patternDelta(P, 1.3f), a.key))),
                  std::string("accepted"));
     }
 };

@@ -12,13 +12,6 @@ using namespace tandem::testing;
 
 namespace {
 
-std::vector<uint16_t> delta(int64_t P, float scale) {
-    std::vector<uint16_t> d(static_cast<size_t>(P));
-    for (int64_t i = 0; i < P; ++i)
-        d[static_cast<size_t>(i)] = floatToHalf(scale * 0.001f * float(i % 7 - 3));
-    return d;
-}
-
 coord::CoordinatorConfig config() {
     auto c = directConfig();
     c.maxUploadsPerClient = 1;
@@ -43,7 +36,7 @@ class TestCoordinatorIntake : public QObject {
         const auto m = f.work(a);
         const int64_t size = f.coordinator().maxUploadBytes();
         QCOMPARE(size, int64_t{128 + 2 * 7664});  // header + 2 bytes per parameter
-        const auto r = buildResult(m, delta(f.coordinator().parameterCount(), 1), a.key);
+        const auto r = buildResult(m, patternDelta(f.coordinator().parameterCount(), 1), a.key);
         auto& c = f.coordinator();
         auto check = [](const coord::Outcome<std::unique_ptr<coord::UploadSession>>& o, int status,
                         const char* code) {
@@ -73,10 +66,10 @@ class TestCoordinatorIntake : public QObject {
         auto a = f.registerClient("a"), b = f.registerClient("b"), c = f.registerClient("c");
         const int64_t P = f.coordinator().parameterCount();
         const auto a1 = f.work(a), a2 = f.work(a), b1 = f.work(b), c1 = f.work(c);
-        const auto ra1 = buildResult(a1, delta(P, 1), a.key);
-        const auto ra2 = buildResult(a2, delta(P, 1), a.key);
-        const auto rb1 = buildResult(b1, delta(P, 1), b.key);
-        const auto rc1 = buildResult(c1, delta(P, 1), c.key);
+        const auto ra1 = buildResult(a1, patternDelta(P, 1), a.key);
+        const auto ra2 = buildResult(a2, patternDelta(P, 1), a.key);
+        const auto rb1 = buildResult(b1, patternDelta(P, 1), b.key);
+        const auto rc1 = buildResult(c1, patternDelta(P, 1), c.key);
         const int64_t size = f.coordinator().maxUploadBytes();
         auto& co = f.coordinator();
         auto first = co.beginUpload(a.id, a1.workUnitId, size, ra1.signature);
@@ -108,7 +101,7 @@ class TestCoordinatorIntake : public QObject {
         auto a = f.registerClient("a");
         const int64_t P = f.coordinator().parameterCount();
         const auto m = f.work(a);
-        const auto payload = delta(P, 1);
+        const auto payload = patternDelta(P, 1);
         const auto r = buildResult(m, payload, a.key, 100);
         auto accepted = f.upload(a, r);
         QVERIFY(accepted.ok());
@@ -134,7 +127,7 @@ class TestCoordinatorIntake : public QObject {
         QVERIFY(retry.ok());
         QCOMPARE(retry.value(), accepted.value());
         QCOMPARE(totalTokens(f), int64_t{100});
-        auto other = f.upload(a, buildResult(m, delta(P, 2), a.key, 100));
+        auto other = f.upload(a, buildResult(m, patternDelta(P, 2), a.key, 100));
         QCOMPARE(other.refusal().httpStatus, 409);
         QCOMPARE(other.refusal().code, std::string("duplicate"));
         QCOMPARE(totalTokens(f), int64_t{100});
@@ -146,7 +139,7 @@ class TestCoordinatorIntake : public QObject {
         auto a = f.registerClient("a");
         const int64_t P = f.coordinator().parameterCount();
         const auto m = f.work(a);
-        auto damaged = buildResult(m, delta(P, 1), a.key);
+        auto damaged = buildResult(m, patternDelta(P, 1), a.key);
         damaged.body[200] ^= 0x10;  // the header still names the payload's old SHA-256
         auto refused = f.upload(a, damaged);
         QCOMPARE(refused.refusal().httpStatus, 422);
@@ -156,7 +149,7 @@ class TestCoordinatorIntake : public QObject {
         QVERIFY(!std::filesystem::exists(f.t().stateDir() / "rounds" / "0" /
                                          (std::to_string(m.workUnitId) + ".f16")));
         // The work unit is still open for the right result.
-        QVERIFY(f.upload(a, buildResult(m, delta(P, 1), a.key)).ok());
+        QVERIFY(f.upload(a, buildResult(m, patternDelta(P, 1), a.key)).ok());
         QCOMPARE(totalTokens(f), int64_t{m.innerSteps} * m.batch * m.seqLen);
     }
 
@@ -166,13 +159,13 @@ class TestCoordinatorIntake : public QObject {
         auto a = f.registerClient("a"), b = f.registerClient("b");
         const int64_t P = f.coordinator().parameterCount();
         const auto ma = f.work(a), mb = f.work(b);
-        QVERIFY(f.upload(a, buildResult(ma, delta(P, 1), a.key)).ok());
+        QVERIFY(f.upload(a, buildResult(ma, patternDelta(P, 1), a.key)).ok());
         // Ten times the median is allowed; 10.5 times is not (maxNormRatio 10).
-        auto outlier = f.upload(b, buildResult(mb, delta(P, 10.5f), b.key));
+        auto outlier = f.upload(b, buildResult(mb, patternDelta(P, 10.5f), b.key));
         QCOMPARE(outlier.refusal().httpStatus, 422);
         QCOMPARE(outlier.refusal().code, std::string("outlier_norm"));
         QVERIFY(outlier.refusal().message.find("times the reference") != std::string::npos);
-        QVERIFY(f.upload(b, buildResult(mb, delta(P, 9.5f), b.key)).ok());
+        QVERIFY(f.upload(b, buildResult(mb, patternDelta(P, 9.5f), b.key)).ok());
     }
 
     void abandonedWhileUploading() {
@@ -184,13 +177,13 @@ class TestCoordinatorIntake : public QObject {
         auto a = f.registerClient("a"), b = f.registerClient("b");
         const int64_t P = f.coordinator().parameterCount();
         const auto ma = f.work(a), mb = f.work(b);
-        const auto ra = buildResult(ma, delta(P, 1), a.key);
+        const auto ra = buildResult(ma, patternDelta(P, 1), a.key);
         auto session = f.coordinator().beginUpload(
             a.id, ma.workUnitId, static_cast<int64_t>(ra.body.size()), ra.signature);
         QVERIFY(session.ok());
         QVERIFY(!session.value()->feed(ra.body));
         // b's result closes the round; a's unit is now beyond the staleness bound.
-        QVERIFY(f.upload(b, buildResult(mb, delta(P, 1), b.key)).ok());
+        QVERIFY(f.upload(b, buildResult(mb, patternDelta(P, 1), b.key)).ok());
         QCOMPARE(f.coordinator().currentVersion(), int64_t{1});
         auto late = session.value()->finish(true);
         QCOMPARE(late.refusal().httpStatus, 409);

@@ -23,13 +23,6 @@ using namespace tandem::testing;
 
 namespace {
 
-std::vector<uint16_t> delta(int64_t P) {
-    std::vector<uint16_t> d(static_cast<size_t>(P));
-    for (int64_t i = 0; i < P; ++i)
-        d[static_cast<size_t>(i)] = floatToHalf(0.001f * float(i % 7 - 3));
-    return d;
-}
-
 // The exposition text as "name{labels}" -> value. Fails the test on a line that is neither a
 // comment nor a sample, and on a sample whose family has no TYPE line before it.
 struct Exposition {
@@ -92,14 +85,15 @@ class TestCoordinatorMetrics : public QObject {
         auto a = f.registerClient("a"), b = f.registerClient("b");
         const auto ma = f.work(a), mb = f.work(b);
         QVERIFY(ma.workUnitId > 0 && mb.workUnitId > 0);
-        const auto ra = buildResult(ma, delta(P), a.key), rb = buildResult(mb, delta(P), b.key);
+        const auto ra = buildResult(ma, patternDelta(P), a.key),
+                   rb = buildResult(mb, patternDelta(P), b.key);
         const int64_t size = c.maxUploadBytes();
 
         // Two refusals before the body, one of them a dry run.
         QVERIFY(!c.beginUpload(a.id, ma.workUnitId, size, "").ok());
         QVERIFY(!c.beginUpload(a.id, ma.workUnitId, size - 1, ra.signature, true).ok());
         // A refusal in the body: a payload with a NaN (fp16 0x7e00), refused as it arrives.
-        auto nan = delta(P);
+        auto nan = patternDelta(P);
         nan[0] = 0x7e00;
         const auto bad = buildResult(mb, nan, b.key);
         int64_t uploaded = 0;

@@ -13,13 +13,6 @@ using namespace tandem::testing;
 
 namespace {
 
-std::vector<uint16_t> delta(int64_t P) {
-    std::vector<uint16_t> d(static_cast<size_t>(P));
-    for (int64_t i = 0; i < P; ++i)
-        d[static_cast<size_t>(i)] = floatToHalf(0.001f * float(i % 7 - 3));
-    return d;
-}
-
 httplib::Result registerOver(TestCoordinator& t, const std::string& name,
                              const std::string& secret) {
     auto http = t.connect();
@@ -141,7 +134,7 @@ class TestCoordinatorSybil : public QObject {
                      std::string::npos,
                  second.refusal().message.c_str());
         QVERIFY(
-            f.upload(a, buildResult(first, delta(f.coordinator().parameterCount()), a.key)).ok());
+            f.upload(a, buildResult(first, patternDelta(f.coordinator().parameterCount()), a.key)).ok());
         // With an accepted result: up to maxWorkUnitsPerClient.
         QVERIFY(f.work(a).workUnitId > 0);
         QVERIFY(f.work(a).workUnitId > 0);
