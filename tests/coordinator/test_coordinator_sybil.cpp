@@ -134,7 +134,8 @@ class TestCoordinatorSybil : public QObject {
                      std::string::npos,
                  second.refusal().message.c_str());
         QVERIFY(
-            f.upload(a, buildResult(first, patternDelta(f.coordinator().parameterCount()), a.key)).ok());
+            f.upload(a, buildResult(first, patternDelta(f.coordinator().parameterCount()), a.key))
+                .ok());
         // With an accepted result: up to maxWorkUnitsPerClient.
         QVERIFY(f.work(a).workUnitId > 0);
         QVERIFY(f.work(a).workUnitId > 0);
@@ -151,9 +152,9 @@ class TestCoordinatorSybil : public QObject {
         QVERIFY2(f.t().ok(), f.t().error().c_str());
         auto a = f.registerClient("a"), b = f.registerClient("b"), c = f.registerClient("c");
         const auto stuck = f.work(a), moving = f.work(b), trained = f.work(c);
-        auto beat = [&](const DirectClient& c, int64_t wu, int64_t step) {
-            auto r =
-                f.coordinator().progress(c.id, wu, net::ProgressReport{step, 3.0f, 1}.toJson());
+        auto beat = [&](const DirectClient& client, int64_t wu, int64_t step) {
+            auto r = f.coordinator().progress(client.id, wu,
+                                              net::ProgressReport{step, 3.0f, 1}.toJson());
             return r.ok() ? r.value().action : std::string("refused");
         };
         // Heartbeats every 100 s, well inside the heartbeat timeout; a stays at step 1.
