@@ -191,6 +191,45 @@ class TestUiPages : public QObject {
         m_services.standingAnswer = original;
     }
 
+    // A result accepted since the last question: asked again, but not before the minute is over.
+    void contributionsRankAfterAcceptedResult() {
+        QTemporaryDir own;
+        auto ledger = makeFixtureLedger(own.path());
+        ui::EngineBridge bridge(m_clock, m_zone);
+        bridge.setLedger(ledger.get());
+        ui::UiContext ctx = m_ctx;
+        ctx.bridge = &bridge;
+        ui::ContributionsPage page(ctx, nullptr);
+        const int calls = m_services.standingCalls.load();
+        page.refresh();
+        QTRY_COMPARE(m_services.standingCalls.load(), calls + 1);
+        QTRY_COMPARE(page.rankLabel()->text(), QStringLiteral("Rank 3 of 41 donors"));
+
+        must(ledger->recordTransition("103", core::WorkUnitState::Trained, m_clock.nowMs()));
+        core::Receipt r;
+        r.workUnitId = "103";
+        r.roundApplied = 7;
+        r.weight = 1;
+        r.credit = 5;
+        r.receivedAtMs = m_clock.nowMs();
+        r.signature = {1, 2, 3};
+        r.body = {'{', '}'};
+        must(ledger->recordReceipt(r));
+        page.refresh();
+        QCOMPARE(page.totalText("units"),
+                 QStringLiteral("3 trained, 3 accepted, 0 waiting for a receipt"));
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), calls + 1);  // within the minute
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTRY_COMPARE(m_services.standingCalls.load(), calls + 2);
+        // Nothing accepted since: not asked again.
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), calls + 2);
+    }
+
     void trainingRun() {
         ui::RunPage page(m_ctx, nullptr);
         page.refresh();
