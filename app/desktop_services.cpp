@@ -173,6 +173,10 @@ ui::StandingInfo DesktopServices::standing(const core::Settings& settings) {
         return r;
     }
     auto board = (*client)->leaderboard(status->runId);
+    if (!board && board.error().httpStatus == 401) {
+        r.ok = true;  // the token is no longer known: the engine registers again
+        return r;
+    }
     if (!board) {
         r.error = q(board.error().message);
         return r;
