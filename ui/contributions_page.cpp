@@ -256,6 +256,8 @@ void ContributionsPage::askStandingIfDue(int64_t accepted) {
         this, [services, settings] { return services->standing(settings); },
         [this](StandingInfo info) {
             m_standingAsking = false;
+            if (!info.ok)
+                m_standingWanted = true;  // the coordinator was down: again after the minute
             showStanding(info);
         });
 }

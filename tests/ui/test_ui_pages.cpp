@@ -188,7 +188,15 @@ class TestUiPages : public QObject {
                                     "asks again later."));
         QVERIFY(!page.teamRankLabel()->isVisibleTo(&page));
         QCOMPARE(m_services.standingCalls.load(), callsBefore + 3);
+        // A failed question is asked again after the minute, without being shown again.
         m_services.standingAnswer = original;
+        page.refresh();
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 3);
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTRY_COMPARE(page.rankLabel()->text(), QStringLiteral("Rank 3 of 41 donors"));
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 4);
     }
 
     // A result accepted since the last question: asked again, but not before the minute is over.
