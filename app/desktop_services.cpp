@@ -7,6 +7,8 @@
 #include "engine_wiring.hpp"
 #include "memory_estimate.hpp"
 #include "platform_probe.hpp"
+#include "registration_file.hpp"
+#include "unit_files.hpp"
 
 #include <QCoreApplication>
 
@@ -134,6 +136,63 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
         r.sampleVersion = status->latestSample->version;
         r.samplePrompt = q(status->latestSample->prompt);
         r.sampleText = q(status->latestSample->text);
+    }
+    return r;
+}
+
+ui::StandingInfo DesktopServices::standing(const core::Settings& settings) {
+    ui::StandingInfo r;
+    const std::filesystem::path dataDir = settings.dataDirectory.empty()
+                                              ? m_defaultDataDir
+                                              : std::filesystem::path(settings.dataDirectory);
+    const std::filesystem::path file = core::DataDir(dataDir).registrationFile();
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+        r.ok = true;  // not registered yet: nothing to ask
+        return r;
+    }
+    auto registration = core::readRegistrationFile(file);
+    if (!registration) {
+        r.error = q(registration.error().message);
+        return r;
+    }
+    if (registration->coordinatorUrl != settings.coordinatorUrl) {
+        r.ok = true;  // registered elsewhere; the engine registers here at its next start
+        return r;
+    }
+    auto client =
+        net::CoordinatorClient::create(probeConfig(settings), registration->coordinatorKey);
+    if (!client) {
+        r.error = q(client.error().message);
+        return r;
+    }
+    (*client)->setToken(registration->token);
+    auto status = (*client)->status();
+    if (!status) {
+        r.error = q(status.error().message);
+        return r;
+    }
+    auto board = (*client)->leaderboard(status->runId);
+    if (!board && board.error().httpStatus == 401) {
+        r.ok = true;  // the token is no longer known: the engine registers again
+        return r;
+    }
+    if (!board) {
+        r.error = q(board.error().message);
+        return r;
+    }
+    r.ok = true;
+    r.registered = true;
+    r.donorCount = board->donorCount;
+    r.teamCount = board->teamCount;
+    if (board->you) {
+        r.rank = board->you->rank;
+        r.anonymous = board->you->anonymous;
+        r.team = q(board->you->team);
+    }
+    if (board->yourTeam) {
+        r.team = q(board->yourTeam->team);
+        r.teamRank = board->yourTeam->rank;
     }
     return r;
 }

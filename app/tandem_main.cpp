@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
     core::SystemClock clock;
     core::SystemTimeZone zone;
     ui::EngineBridge bridge(clock, zone);
-    app::DesktopServices services;
+    app::DesktopServices services(configDir);
     // Queries run on the global thread pool (ui/async.hpp); let them end before services goes.
     struct DrainQueries {
         ~DrainQueries() { QThreadPool::globalInstance()->waitForDone(); }

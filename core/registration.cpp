@@ -6,32 +6,25 @@
 namespace tandem::core {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 void Registrar::load() {
-    auto j = readJson(m_shared.files.registrationFile());
-    if (!j)
+    const fs::path file = m_shared.files.registrationFile();
+    std::error_code ec;
+    if (!fs::exists(file, ec))
         return;
-    try {
-        Registration r;
-        r.coordinatorUrl = (*j).at("coordinator_url").get<std::string>();
-        r.clientId = (*j).at("client_id").get<int64_t>();
-        r.token = (*j).at("token").get<std::string>();
-        auto k = net::publicKeyFromBase64((*j).at("coordinator_public_key").get<std::string>());
-        if (!k)
-            return;
-        r.coordinatorKey = *k;
-        if (r.coordinatorUrl != m_shared.cfg.coordinatorUrl) {
-            m_shared.log(EventLevel::Info, "the registration is for " + r.coordinatorUrl +
-                                               "; registering with " + m_shared.cfg.coordinatorUrl);
-            return;
-        }
-        m_shared.deps.api->setToken(r.token);
-        m_shared.deps.api->setCoordinatorKey(r.coordinatorKey);
-        keep(r);
-    } catch (const std::exception&) {
-        m_shared.log(EventLevel::Warning, "registration.json is unreadable; registering again");
+    auto r = readRegistrationFile(file);
+    if (!r) {
+        m_shared.log(EventLevel::Warning, r.error().message + "; registering again");
+        return;
     }
+    if (r->coordinatorUrl != m_shared.cfg.coordinatorUrl) {
+        m_shared.log(EventLevel::Info, "the registration is for " + r->coordinatorUrl +
+                                           "; registering with " + m_shared.cfg.coordinatorUrl);
+        return;
+    }
+    m_shared.deps.api->setToken(r->token);
+    m_shared.deps.api->setCoordinatorKey(r->coordinatorKey);
+    keep(*r);
 }
 
 bool Registrar::registerNow() {
@@ -53,11 +46,9 @@ bool Registrar::registerNow() {
     r.clientId = res->clientId;
     r.token = res->token;
     r.coordinatorKey = res->coordinatorPublicKey;
-    json j = {{"coordinator_url", r.coordinatorUrl},
-              {"client_id", r.clientId},
-              {"token", r.token},
-              {"coordinator_public_key", net::toBase64(r.coordinatorKey)}};
-    if (auto st = writePrivateFileAtomically(m_shared.files.registrationFile(), j.dump(2)); !st) {
+    if (auto st =
+            writePrivateFileAtomically(m_shared.files.registrationFile(), registrationJson(r));
+        !st) {
         m_backoff.failLocal(st.error().message);
         return false;
     }

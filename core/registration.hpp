@@ -5,19 +5,13 @@
 
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
+#include "registration_file.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace tandem::core {
-
-struct Registration {
-    std::string coordinatorUrl;
-    int64_t clientId = 0;
-    std::string token;
-    net::PublicKey coordinatorKey{};
-};
 
 class Registrar {
   public:

@@ -1,3 +1,4 @@
+#include "async.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
@@ -50,6 +51,23 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
         ++r;
     }
     top->addWidget(totalsBox, 1);
+    auto* rankBox = new QGroupBox(tr("Leaderboard"), content);
+    auto* rankLayout = new QVBoxLayout(rankBox);
+    // Names come from other donors' choices: shown as text, never as markup.
+    auto rankLine = [rankBox, rankLayout](const char* name) {
+        auto* label = new QLabel(rankBox);
+        label->setObjectName(QLatin1String(name));
+        label->setTextFormat(Qt::PlainText);
+        label->setWordWrap(true);
+        label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        rankLayout->addWidget(label);
+        return label;
+    };
+    m_rank = rankLine("rank");
+    m_teamRank = rankLine("teamRank");
+    m_teamRank->hide();
+    rankLayout->addStretch(1);
+    top->addWidget(rankBox);
     layout->addLayout(top);
 
     auto* chartHead = new QHBoxLayout();
@@ -140,6 +158,7 @@ void ContributionsPage::refresh() {
     m_totals["credit"]->setText(loc.toString(t.credit, 'f', 1));
     m_totals["sent"]->setText(formatBytes(t.bytesUp));
     m_totals["received"]->setText(formatBytes(t.bytesDown));
+    askStandingIfDue(t.workUnitsAccepted);
 
     // Chart: the last kDays local days, today included.
     const auto today = core::toLocal(nowMs(), zone()).date;
@@ -210,6 +229,68 @@ void ContributionsPage::refresh() {
         ++row;
     }
     m_table->resizeColumnsToContents();
+}
+
+void ContributionsPage::showEvent(QShowEvent* event) {
+    m_standingWanted = true;
+    Page::showEvent(event);
+}
+
+void ContributionsPage::askStandingIfDue(int64_t accepted) {
+    if (accepted != m_standingAccepted)
+        m_standingWanted = true;
+    if (!m_standingWanted || m_standingAsking || !m_ctx.services || !m_ctx.settings ||
+        m_ctx.settings->coordinatorUrl.empty())
+        return;
+    if (m_standingAskedMs != 0 && nowMs() - m_standingAskedMs < 60'000)
+        return;
+    m_standingWanted = false;
+    m_standingAsking = true;
+    m_standingAskedMs = nowMs();
+    m_standingAccepted = accepted;
+    if (m_rank->text().isEmpty())
+        m_rank->setText(tr("Asking the coordinator for your rank…"));
+    Services* services = m_ctx.services;
+    const core::Settings settings = *m_ctx.settings;
+    runAsync<StandingInfo>(
+        this, [services, settings] { return services->standing(settings); },
+        [this](StandingInfo info) {
+            m_standingAsking = false;
+            if (!info.ok)
+                m_standingWanted = true;  // the coordinator was down: again after the minute
+            showStanding(info);
+        });
+}
+
+void ContributionsPage::showStanding(const StandingInfo& info) {
+    m_teamRank->setVisible(info.ok && info.registered && !info.team.isEmpty());
+    if (!info.ok) {
+        m_rank->setText(tr("Your rank is not available right now: the coordinator cannot be "
+                           "reached (%1). Tandem asks again later.")
+                            .arg(info.error));
+        return;
+    }
+    if (!info.registered) {
+        m_rank->setText(tr("Not ranked yet: Tandem has not registered with this coordinator."));
+        return;
+    }
+    if (info.rank <= 0)
+        m_rank->setText(tr("Not ranked yet: the leaderboard counts accepted results."));
+    else if (info.anonymous)
+        m_rank->setText(tr("Rank %1 of %2 donors, shown as “anonymous” (choose a public name "
+                           "in Settings)")
+                            .arg(info.rank)
+                            .arg(info.donorCount));
+    else
+        m_rank->setText(tr("Rank %1 of %2 donors").arg(info.rank).arg(info.donorCount));
+    if (info.team.isEmpty())
+        return;
+    if (info.teamRank <= 0)
+        m_teamRank->setText(tr("Team %1: not ranked yet").arg(info.team));
+    else
+        m_teamRank->setText(
+            tr("Team %1: rank %2 of %3 teams")
+                .arg(info.team, QString::number(info.teamRank), QString::number(info.teamCount)));
 }
 
 }  // namespace tandem::ui

@@ -97,8 +97,23 @@ class ContributionsPage final : public Page {
     QBarCategoryAxis* categories() const { return m_axisX; }
     QTableWidget* table() const { return m_table; }
     QString totalText(const QString& key) const;  // "units", "tokens", "gpu", "credit", "sent", ...
+    // This donor's and team's place on the leaderboard, asked of the coordinator when the page
+    // is shown and after a result is accepted, at most once a minute.
+    void showStanding(const StandingInfo& info);
+    QLabel* rankLabel() const { return m_rank; }
+    QLabel* teamRankLabel() const { return m_teamRank; }
+
+  protected:
+    void showEvent(QShowEvent* event) override;
 
   private:
+    void askStandingIfDue(int64_t accepted);
+    QLabel* m_rank;
+    QLabel* m_teamRank;
+    bool m_standingWanted = true;  // shown, or a result accepted, since the last answer
+    bool m_standingAsking = false;
+    int64_t m_standingAskedMs = 0;
+    int64_t m_standingAccepted = -1;  // accepted units when last asked
     QComboBox* m_metric;
     QChartView* m_view;
     QChart* m_chart;

@@ -1,5 +1,6 @@
 // What the wizard and the pages need from outside the engine: the devices of this machine, a
-// bandwidth measurement against the coordinator, and the run's status (GET /v1/status). The UI
+// bandwidth measurement against the coordinator, the run's status (GET /v1/status) and this
+// donor's standing on its leaderboard. The UI
 // never includes net/ or kernels/: app/ implements this interface on net/ (HTTPS client, bandwidth
 // probe, coordinator client) and kernels/cuda/devices.hpp, and tests pass a fake. Calls block and
 // are made off the GUI thread (ui/async.hpp).
@@ -68,6 +69,20 @@ struct RunInfo {
     int64_t latestExportVersion = 0;
 };
 
+// This donor's and team's place on the run's leaderboard (GET /v1/runs/{run}/leaderboard with
+// the token the engine registered with).
+struct StandingInfo {
+    bool ok = false;
+    QString error;            // why the coordinator could not be asked, when !ok
+    bool registered = false;  // false: this machine has not registered with the coordinator yet
+    int64_t rank = 0;         // 0: no accepted result yet
+    int64_t donorCount = 0;   // donors with an accepted result
+    bool anonymous = true;    // no public name: shown as "anonymous"
+    QString team;             // empty: in no team
+    int64_t teamRank = 0;     // 0: the team has no accepted result yet
+    int64_t teamCount = 0;
+};
+
 class Services {
   public:
     virtual ~Services() = default;
@@ -75,6 +90,8 @@ class Services {
     // Against settings.coordinatorUrl with its trust and proxy settings.
     virtual BandwidthReport measureBandwidth(const core::Settings& settings) = 0;
     virtual RunInfo runStatus(const core::Settings& settings) = 0;
+    // With the token the engine keeps in the data directory (registration.json).
+    virtual StandingInfo standing(const core::Settings& settings) = 0;
 };
 
 // What joining costs, from the model size and the measured link (the wizard's last page).

@@ -102,6 +102,24 @@ FirstRunWizard::FirstRunWizard(const UiContext& context, const core::Settings& i
     m_urlError->setObjectName(QStringLiteral("urlError"));
     cForm->addRow(tr("Coordinator &URL:"), m_url);
     cForm->addRow(tr("Pinned &key:"), m_pin);
+    // The donor's public face, optional; checked as the coordinator checks it (core::validate).
+    m_displayName = new QLineEdit(coord);
+    m_displayName->setObjectName(QStringLiteral("displayName"));
+    m_displayName->setMaxLength(64);
+    m_displayName->setPlaceholderText(tr("anonymous"));
+    m_displayName->setAccessibleName(tr("Public display name"));
+    m_displayName->setText(QString::fromStdString(initial.displayName));
+    m_team = new QLineEdit(coord);
+    m_team->setObjectName(QStringLiteral("team"));
+    m_team->setMaxLength(64);
+    m_team->setPlaceholderText(tr("no team"));
+    m_team->setAccessibleName(tr("Team"));
+    m_team->setText(QString::fromStdString(initial.team));
+    cForm->addRow(tr("Public na&me:"), m_displayName);  // Alt+N is the Next button
+    cForm->addRow(tr("&Team:"), m_team);
+    cForm->addRow(wrapped(tr("Your name and team are shown on the run's public page and "
+                             "leaderboard; leave them empty to stay anonymous."),
+                          coord));
     cForm->addRow(m_urlError);
     setPage(CoordinatorPage, coord);
 
@@ -226,6 +244,8 @@ bool FirstRunWizard::validateCurrentPage() {
         core::Settings probe;
         probe.coordinatorUrl = m_url->text().trimmed().toStdString();
         probe.pinnedPublicKey = m_pin->text().trimmed().toStdString();
+        probe.displayName = m_displayName->text().trimmed().toStdString();
+        probe.team = m_team->text().trimmed().toStdString();
         QStringList problems;
         if (probe.coordinatorUrl.empty())
             problems << tr("Enter the coordinator's address (https://host:port).");
@@ -363,6 +383,8 @@ core::Settings FirstRunWizard::settings() const {
         s.device = device.toStdString();
     s.coordinatorUrl = m_url->text().trimmed().toStdString();
     s.pinnedPublicKey = m_pin->text().trimmed().toStdString();
+    s.displayName = m_displayName->text().trimmed().toStdString();
+    s.team = m_team->text().trimmed().toStdString();
     s.rules.dailyUploadCapBytes = static_cast<int64_t>(m_upCap->value() * kGb + 0.5);
     s.rules.dailyDownloadCapBytes = static_cast<int64_t>(m_downCap->value() * kGb + 0.5);
     s.rules.onlyWhenIdle = m_idle->isChecked();

@@ -1,7 +1,8 @@
 // The first-run wizard: finds the devices (and says why a GPU cannot be used), asks for the
-// coordinator (pre-filled by the demo), measures the bandwidth to it, shows what joining costs
-// (GB per day up and down, time per work unit, from the measured figures and the run's model)
-// and sets the limits. finished settings() are validated by core/settings and saved by app/.
+// coordinator (pre-filled by the demo) and an optional public name and team, measures the bandwidth
+// to it, shows what joining costs (GB per day up and down, time per work unit, from the measured
+// figures and the run's model) and sets the limits. finished settings() are validated by
+// core/settings and saved by app/.
 #pragma once
 
 #include "services.hpp"
@@ -41,6 +42,8 @@ class FirstRunWizard final : public QWizard {
     QLabel* deviceList() const { return m_deviceList; }
     QLineEdit* coordinatorEdit() const { return m_url; }
     QLineEdit* pinEdit() const { return m_pin; }
+    QLineEdit* displayNameEdit() const { return m_displayName; }
+    QLineEdit* teamEdit() const { return m_team; }
     QLabel* bandwidthLabel() const { return m_bwLabel; }
     QDoubleSpinBox* uploadCapGb() const { return m_upCap; }
     QDoubleSpinBox* downloadCapGb() const { return m_downCap; }
@@ -72,6 +75,8 @@ class FirstRunWizard final : public QWizard {
     QComboBox* m_device;
     QLineEdit* m_url;
     QLineEdit* m_pin;
+    QLineEdit* m_displayName;  // public, on the run's page and leaderboard; "" anonymous
+    QLineEdit* m_team;
     QLabel* m_urlError;
     QLabel* m_bwLabel;
     QPushButton* m_bwRetry;

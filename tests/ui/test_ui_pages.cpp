@@ -120,6 +120,124 @@ class TestUiPages : public QObject {
         QVERIFY(page.tokensSeries()->count() >= 1 && page.tokensSeries()->count() <= 2);
     }
 
+    // The rank box: the fake's board, an anonymous donor, one without results, an unreachable
+    // coordinator; asked when shown and then at most once a minute.
+    void contributionsRank() {
+        const int callsBefore = m_services.standingCalls.load();
+        const ui::StandingInfo original = m_services.standingAnswer;
+        ui::ContributionsPage page(m_ctx, nullptr);
+        page.refresh();
+        QTRY_COMPARE(page.rankLabel()->text(), QStringLiteral("Rank 3 of 41 donors"));
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 1);
+        QVERIFY(page.teamRankLabel()->isVisibleTo(&page));
+        QCOMPARE(page.teamRankLabel()->text(), QStringLiteral("Team Foo: rank 2 of 7 teams"));
+        QCOMPARE(page.findChild<QLabel*>(QStringLiteral("rank")), page.rankLabel());
+
+        // An anonymous donor in no team: ranked, and told how to choose a name.
+        ui::StandingInfo anonymous = m_services.standingAnswer;
+        anonymous.anonymous = true;
+        anonymous.team.clear();
+        anonymous.teamRank = 0;
+        anonymous.rank = 12;
+        m_services.standingAnswer = anonymous;
+        // Shown again within the minute: not asked again.
+        page.show();
+        page.refresh();
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 1);
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTRY_VERIFY2(page.rankLabel()->text().startsWith(
+                         QStringLiteral("Rank 12 of 41 donors, shown as “anonymous”")),
+                     qPrintable(page.rankLabel()->text()));
+        QVERIFY(!page.teamRankLabel()->isVisibleTo(&page));
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 2);
+        // Asked since, and nothing shown or accepted: not asked again a minute later.
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 2);
+
+        // Direct answers: no accepted result yet, not registered, a team without results, and
+        // a coordinator that cannot be reached.
+        ui::StandingInfo none = m_services.standingAnswer;
+        none.rank = 0;
+        none.team = QStringLiteral("<b>Bar</b>");
+        none.teamRank = 0;
+        page.showStanding(none);
+        QCOMPARE(page.rankLabel()->text(),
+                 QStringLiteral("Not ranked yet: the leaderboard counts accepted results."));
+        QCOMPARE(page.teamRankLabel()->text(), QStringLiteral("Team <b>Bar</b>: not ranked yet"));
+        QCOMPARE(page.teamRankLabel()->textFormat(), Qt::PlainText);
+        ui::StandingInfo unregistered;
+        unregistered.ok = true;
+        page.showStanding(unregistered);
+        QVERIFY(
+            page.rankLabel()->text().startsWith(QStringLiteral("Not ranked yet: Tandem has "
+                                                               "not registered")));
+        ui::StandingInfo down;
+        down.error = QStringLiteral("connection refused by 127.0.0.1:8443");
+        m_services.standingAnswer = down;
+        page.hide();
+        page.show();  // shown again a minute after the last question: asked
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTRY_COMPARE(page.rankLabel()->text(),
+                     QStringLiteral("Your rank is not available right now: the coordinator cannot "
+                                    "be reached (connection refused by 127.0.0.1:8443). Tandem "
+                                    "asks again later."));
+        QVERIFY(!page.teamRankLabel()->isVisibleTo(&page));
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 3);
+        // A failed question is asked again after the minute, without being shown again.
+        m_services.standingAnswer = original;
+        page.refresh();
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 3);
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTRY_COMPARE(page.rankLabel()->text(), QStringLiteral("Rank 3 of 41 donors"));
+        QCOMPARE(m_services.standingCalls.load(), callsBefore + 4);
+    }
+
+    // A result accepted since the last question: asked again, but not before the minute is over.
+    void contributionsRankAfterAcceptedResult() {
+        QTemporaryDir own;
+        auto ledger = makeFixtureLedger(own.path());
+        ui::EngineBridge bridge(m_clock, m_zone);
+        bridge.setLedger(ledger.get());
+        ui::UiContext ctx = m_ctx;
+        ctx.bridge = &bridge;
+        ui::ContributionsPage page(ctx, nullptr);
+        const int calls = m_services.standingCalls.load();
+        page.refresh();
+        QTRY_COMPARE(m_services.standingCalls.load(), calls + 1);
+        QTRY_VERIFY(page.rankLabel()->text().startsWith(QStringLiteral("Rank ")));
+
+        must(ledger->recordTransition("103", core::WorkUnitState::Trained, m_clock.nowMs()));
+        core::Receipt r;
+        r.workUnitId = "103";
+        r.roundApplied = 7;
+        r.weight = 1;
+        r.credit = 5;
+        r.receivedAtMs = m_clock.nowMs();
+        r.signature = {1, 2, 3};
+        r.body = {'{', '}'};
+        must(ledger->recordReceipt(r));
+        page.refresh();
+        QCOMPARE(page.totalText("units"),
+                 QStringLiteral("3 trained, 3 accepted, 0 waiting for a receipt"));
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), calls + 1);  // within the minute
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTRY_COMPARE(m_services.standingCalls.load(), calls + 2);
+        // Nothing accepted since: not asked again.
+        m_clock.advanceMs(61'000);
+        page.refresh();
+        QTest::qWait(50);
+        QCOMPARE(m_services.standingCalls.load(), calls + 2);
+    }
+
     void trainingRun() {
         ui::RunPage page(m_ctx, nullptr);
         page.refresh();

@@ -1,6 +1,7 @@
 // The first-run wizard, page by page, with fake Services: devices with the reason a GPU cannot
-// be used, the coordinator pre-filled and checked, the bandwidth measured, the costs worked out
-// from the measured figures (hand-computed here), the limits set; and estimateCosts alone.
+// be used, the coordinator pre-filled and checked, the public name and team checked and kept, the
+// bandwidth measured, the costs worked out from the measured figures (hand-computed here), the
+// limits set; and estimateCosts alone.
 #include "wizard.hpp"
 
 #include "ui_fixture.hpp"
@@ -82,6 +83,23 @@ class TestUiWizard : public QObject {
         QVERIFY2(error->text().contains(QStringLiteral("uses plain http")),
                  qPrintable(error->text()));
         wizard.coordinatorEdit()->setText(QStringLiteral("https://127.0.0.1:8443"));
+        // The public name is optional (empty: anonymous) but checked as the coordinator checks
+        // it: 40 characters are 8 too many, a right-to-left override is refused.
+        QVERIFY(wizard.displayNameEdit()->text().isEmpty());
+        QVERIFY(wizard.teamEdit()->text().isEmpty());
+        wizard.displayNameEdit()->setText(QString(40, QLatin1Char('a')));
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CoordinatorPage));
+        QVERIFY2(error->text().contains(QStringLiteral("at most 32 characters")) &&
+                     error->text().contains(QStringLiteral("found 40")),
+                 qPrintable(error->text()));
+        wizard.displayNameEdit()->setText(QStringLiteral("  Ada  "));
+        wizard.teamEdit()->setText(QStringLiteral("Engines") + QChar(0x202E));
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CoordinatorPage));
+        QVERIFY2(error->text().startsWith(QStringLiteral("team ")), qPrintable(error->text()));
+        QVERIFY2(error->text().contains(QStringLiteral("U+202E")), qPrintable(error->text()));
+        wizard.teamEdit()->setText(QStringLiteral("Analytical Engines"));
         wizard.next();
         QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::BandwidthPage));
 
@@ -122,6 +140,8 @@ class TestUiWizard : public QObject {
         QCOMPARE(s.coordinatorUrl, std::string("https://127.0.0.1:8443"));
         QCOMPARE(s.pinnedPublicKey, pin);
         QCOMPARE(s.device, std::string("cpu"));
+        QCOMPARE(s.displayName, std::string("Ada"));  // trimmed
+        QCOMPARE(s.team, std::string("Analytical Engines"));
         QCOMPARE(s.rules.dailyUploadCapBytes, int64_t(500'000'000));
         QCOMPARE(s.rules.dailyDownloadCapBytes, int64_t(2'000'000'000));
         QVERIFY(s.rules.onlyWhenIdle);

@@ -21,11 +21,24 @@ constexpr int64_t kNowMs = 1795348800000;
 // Deterministic answers; counts the calls.
 class FakeServices final : public ui::Services {
   public:
-    std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0};
+    std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0}, standingCalls{0};
     bool bandwidthFails = false;
     int workUnitSeconds = 0;  // what the coordinator's status says (0: an older one, silent)
     bool withSample = true;   // the status carries what the model wrote
     std::string lastUrl;
+    // What standing() answers; set before the page asks (read on the thread pool).
+    ui::StandingInfo standingAnswer = [] {
+        ui::StandingInfo s;
+        s.ok = true;
+        s.registered = true;
+        s.rank = 3;
+        s.donorCount = 41;
+        s.anonymous = false;
+        s.team = QStringLiteral("Foo");
+        s.teamRank = 2;
+        s.teamCount = 7;
+        return s;
+    }();
 
     // Pages query services on the global thread pool (ui/async.hpp); a query still running
     // when a test ends must not outlive this object.
@@ -88,6 +101,10 @@ class FakeServices final : public ui::Services {
             r.sampleText = QStringLiteral("cat <sat> & ") + QString(100, QLatin1Char('x'));
         }
         return r;
+    }
+    ui::StandingInfo standing(const core::Settings&) override {
+        ++standingCalls;
+        return standingAnswer;
     }
 };
 

@@ -4,7 +4,7 @@
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../../app/tandem_main.cpp" line="+222"/>
+        <location filename="../../app/tandem_main.cpp" line="+265"/>
         <location line="+48"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
@@ -25,12 +25,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>main</name>
     <message>
-        <location line="-125"/>
+        <location line="-144"/>
         <source>Donate this computer&apos;s spare GPU time to the training of an open language model.</source>
         <translation>Spenden Sie die freie GPU-Zeit dieses Computers für das Training eines offenen Sprachmodells.</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="-28"/>
         <source>Pre-fill the coordinator URL (also $TANDEM_COORDINATOR).</source>
         <translation>Die URL des Koordinators vorausfüllen (auch $TANDEM_COORDINATOR).</translation>
     </message>
@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+43"/>
+        <location filename="../../app/desktop_services.cpp" line="+45"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -324,7 +324,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::ContributionsPage</name>
     <message>
-        <location filename="../contributions_page.cpp" line="+32"/>
+        <location filename="../contributions_page.cpp" line="+33"/>
         <source>Totals</source>
         <translation>Summen</translation>
     </message>
@@ -364,7 +364,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Empfangene Daten:</translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+15"/>
+        <source>Leaderboard</source>
+        <translation>Bestenliste</translation>
+    </message>
+    <message>
+        <location line="+20"/>
         <source>Per day, last %1 days:</source>
         <translation>Pro Tag, letzte %1 Tage:</translation>
     </message>
@@ -456,9 +461,49 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>%1 trainiert, %2 angenommen, %3 warten auf eine Quittung</translation>
     </message>
     <message>
-        <location line="+70"/>
+        <location line="+71"/>
         <source>round %1, weight %2, credit %3, %4</source>
         <translation>Runde %1, Gewicht %2, Guthaben %3, %4</translation>
+    </message>
+    <message>
+        <location line="+30"/>
+        <source>Asking the coordinator for your rank…</source>
+        <translation>Der Koordinator wird nach Ihrem Rang gefragt …</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Your rank is not available right now: the coordinator cannot be reached (%1). Tandem asks again later.</source>
+        <translation>Ihr Rang ist gerade nicht verfügbar: Der Koordinator ist nicht erreichbar (%1). Tandem fragt später erneut.</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Not ranked yet: Tandem has not registered with this coordinator.</source>
+        <translation>Noch kein Rang: Tandem hat sich noch nicht bei diesem Koordinator registriert.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Not ranked yet: the leaderboard counts accepted results.</source>
+        <translation>Noch kein Rang: Die Bestenliste zählt angenommene Ergebnisse.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Rank %1 of %2 donors, shown as “anonymous” (choose a public name in Settings)</source>
+        <translation>Rang %1 von %2 Spendern, angezeigt als „anonymous“ (einen öffentlichen Namen wählen Sie in den Einstellungen)</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Rank %1 of %2 donors</source>
+        <translation>Rang %1 von %2 Spendern</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Team %1: not ranked yet</source>
+        <translation>Team %1: noch kein Rang</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Team %1: rank %2 of %3 teams</source>
+        <translation>Team %1: Rang %2 von %3 Teams</translation>
     </message>
 </context>
 <context>
@@ -552,7 +597,42 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Festgelegter &amp;Schlüssel:</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+5"/>
+        <source>anonymous</source>
+        <translation>anonym</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Public display name</source>
+        <translation>Öffentlicher Anzeigename</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>no team</source>
+        <translation>kein Team</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Team</source>
+        <translation>Team</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Public na&amp;me:</source>
+        <translation>Öffentlicher Na&amp;me:</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;Team:</source>
+        <translation>&amp;Team:</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Your name and team are shown on the run&apos;s public page and leaderboard; leave them empty to stay anonymous.</source>
+        <translation>Name und Team erscheinen auf der öffentlichen Seite des Laufs und in der Bestenliste; lassen Sie sie leer, um anonym zu bleiben.</translation>
+    </message>
+    <message>
+        <location line="+8"/>
         <source>Your connection</source>
         <translation>Ihre Verbindung</translation>
     </message>
@@ -627,7 +707,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Keine GPU ist nutzbar: %1. Tandem trainiert auf der CPU; das ist viel langsamer, hilft aber trotzdem.</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+17"/>
         <source>Enter the coordinator&apos;s address (https://host:port).</source>
         <translation>Geben Sie die Adresse des Koordinators ein (https://host:port).</translation>
     </message>
@@ -1513,7 +1593,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Öffentlicher Anzeigename</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+2"/>
         <source>Shown on the run&apos;s public page and leaderboard; 1 to 32 characters, unique on the coordinator. Empty: anonymous.</source>
         <translation>Erscheint auf der öffentlichen Seite des Laufs und in der Bestenliste; 1 bis 32 Zeichen, beim Koordinator eindeutig. Leer: anonym.</translation>
     </message>
