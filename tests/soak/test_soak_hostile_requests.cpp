@@ -56,7 +56,8 @@ std::string exchange(int port, const std::string& request) {
         if (SSL_connect(ssl) == 1) {
             if (!request.empty())
                 SSL_write(ssl, request.data(), static_cast<int>(request.size()));
-            SSL_shutdown(ssl);  // close_notify: the server reads the end of the request
+            SSL_shutdown(ssl);        // close_notify, then a TCP half-close: cpp-httplib reads an
+            ::shutdown(fd, SHUT_WR);  // end of the request only from the latter
             char buf[4096];
             int n = 0;
             while ((n = SSL_read(ssl, buf, sizeof buf)) > 0)
@@ -78,7 +79,7 @@ struct Answers {
 Answers parseAnswers(const std::string& text) {
     Answers out;
     size_t at = 0;
-    while (text.compare(at, 9, "HTTP/1.1 ") == 0) {
+    while (at < text.size() && text.compare(at, 9, "HTTP/1.1 ") == 0) {
         const size_t end = text.find("\r\n\r\n", at);
         if (end == std::string::npos)
             break;
