@@ -230,18 +230,12 @@ int main(int argc, char** argv) {
 
     CommandLine commandLine;
     QCommandLineParser& parser = commandLine.parser;
-    const QCommandLineOption& coordinatorOpt = commandLine.coordinator;
-    const QCommandLineOption& pinOpt = commandLine.pin;
-    const QCommandLineOption& caOpt = commandLine.ca;
-    const QCommandLineOption& dataOpt = commandLine.data;
-    const QCommandLineOption& backgroundOpt = commandLine.background;
-    const QCommandLineOption& skipWizardOpt = commandLine.skipWizard;
     parser.process(app);
 
     auto optionOrEnv = [&](const QCommandLineOption& o, const char* env) {
         return parser.isSet(o) ? parser.value(o) : qEnvironmentVariable(env);
     };
-    const QString dataArg = optionOrEnv(dataOpt, "TANDEM_DATA_DIR");
+    const QString dataArg = optionOrEnv(commandLine.data, "TANDEM_DATA_DIR");
     const fs::path configDir =
         dataArg.isEmpty() ? defaultDataDir() : fs::path(dataArg.toStdString());
     std::error_code ec;
@@ -268,8 +262,8 @@ int main(int argc, char** argv) {
                                  .arg(QString::fromStdString(settingsFile.string()),
                                       QString::fromStdString(loaded.error().message)));
     }
-    const QString coordinatorArg = optionOrEnv(coordinatorOpt, "TANDEM_COORDINATOR");
-    const QString pinArg = optionOrEnv(pinOpt, "TANDEM_PIN");
+    const QString coordinatorArg = optionOrEnv(commandLine.coordinator, "TANDEM_COORDINATOR");
+    const QString pinArg = optionOrEnv(commandLine.pin, "TANDEM_PIN");
     core::Settings initial = settings;
     if (!coordinatorArg.isEmpty())
         initial.coordinatorUrl = coordinatorArg.toStdString();
@@ -277,8 +271,8 @@ int main(int argc, char** argv) {
         initial.pinnedPublicKey = pinArg.toStdString();
         initial.caFile.clear();
     }
-    if (parser.isSet(caOpt)) {
-        initial.caFile = parser.value(caOpt).toStdString();
+    if (parser.isSet(commandLine.ca)) {
+        initial.caFile = parser.value(commandLine.ca).toStdString();
         initial.pinnedPublicKey.clear();
     }
 
@@ -302,7 +296,7 @@ int main(int argc, char** argv) {
     context.idleUnknownReason = [&idle] { return idle.unknownReason(); };
 
     if (firstRun || settings.coordinatorUrl.empty()) {
-        if (parser.isSet(skipWizardOpt) && !initial.coordinatorUrl.empty()) {
+        if (parser.isSet(commandLine.skipWizard) && !initial.coordinatorUrl.empty()) {
             settings = initial;
             (void)core::saveSettings(settingsFile, settings);
         } else {
@@ -381,7 +375,7 @@ int main(int argc, char** argv) {
     });
     signalTimer.start(200);
 
-    if (!parser.isSet(backgroundOpt) || !tray.available())
+    if (!parser.isSet(commandLine.background) || !tray.available())
         window.bringToFront();
     const int rc = QApplication::exec();
     host.stop();

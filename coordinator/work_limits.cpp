@@ -31,7 +31,8 @@ void Coordinator::Impl::abandonStalled() {
     const int64_t t = now();
     std::vector<std::pair<int64_t, std::string>> victims;
     for (auto it = progressSeen.begin(); it != progressSeen.end();) {
-        auto q = db.prepare("SELECT state, inner_steps FROM work_units WHERE id = ?");
+        // Every tick, for every unit that reported: prepared once, kept by the database.
+        auto q = db.prepareCached("SELECT state, inner_steps FROM work_units WHERE id = ?");
         if (!q)
             return;
         q->bind(1, it->first);
