@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <set>
 
 namespace tandem {
 
@@ -42,6 +43,24 @@ Error bad(const std::string& what) {
     return Error{"safetensors: " + what};
 }
 
+// Parses the header JSON; `duplicate` gets the first key that appears twice in one object (the
+// format forbids it, and nlohmann would silently keep the last one).
+json parseHeaderJson(const std::string& text, std::string& duplicate) {
+    std::vector<std::set<std::string>> keysPerObject;
+    auto watch = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start)
+            keysPerObject.emplace_back();
+        else if (event == json::parse_event_t::object_end && !keysPerObject.empty())
+            keysPerObject.pop_back();
+        else if (event == json::parse_event_t::key && !keysPerObject.empty() &&
+                 !keysPerObject.back().insert(parsed.get<std::string>()).second &&
+                 duplicate.empty())
+            duplicate = parsed.get<std::string>();
+        return true;
+    };
+    return json::parse(text, watch, false);
+}
+
 }  // namespace
 
 const SafetensorsEntry* SafetensorsHeader::find(const std::string& name) const {
@@ -72,9 +91,12 @@ Expected<SafetensorsHeader> parseSafetensorsHeader(std::span<const uint8_t> file
     if (n == 0 || file[8] != '{')
         return bad("the header does not start with '{'");
     const std::string text(reinterpret_cast<const char*>(file.data() + 8), n);
-    json j = json::parse(text, nullptr, false);
+    std::string duplicate;
+    json j = parseHeaderJson(text, duplicate);
     if (j.is_discarded() || !j.is_object())
         return bad("the header is not a JSON object");
+    if (!duplicate.empty())
+        return bad("the header names '" + duplicate + "' twice (keys must be unique)");
     SafetensorsHeader h;
     h.bufferStart = static_cast<int64_t>(8 + n);
     const int64_t bufferSize = static_cast<int64_t>(file.size()) - h.bufferStart;

@@ -146,6 +146,11 @@ class TestModelFiles : public QObject {
             {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8,
              "outside the 8-byte buffer (truncated?)"},
             {R"({"__metadata__":{"n":1}})", 0, "is not a string"},
+            // The specification forbids duplicate keys; nlohmann alone would keep the last one.
+            {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+             8, "names 'a' twice"},
+            {R"({"a":{"dtype":"F32","shape":[2],"shape":[2],"data_offsets":[0,8]}})", 8,
+             "names 'shape' twice"},
         };
         for (const auto& c : cases) {
             auto h = parseSafetensorsHeader(handMade(c.header, std::span(eight).first(c.buffer)));
