@@ -197,6 +197,10 @@ net::RunStatus Coordinator::status() {
         s.latestExport = net::ExportInfo{e->path, e->format, e->version, e->exportedUnix};
     s.batch = c.run.batch;
     s.seqLen = c.run.seqLen;
+    s.innerStepsMin = c.run.minInnerSteps;
+    s.innerStepsMax = c.run.innerSteps;
+    if (!c.data.train().empty())
+        s.tokenBytes = c.data.train().front().tokens.width;
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");

@@ -4,19 +4,16 @@
 #include "memory_estimate.hpp"
 
 #include "random.hpp"
+#include "unit_sizing.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace tandem::coord {
 
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds) {
-    if (tokensPerSecond <= 0)
-        return run.innerSteps;
-    const int64_t tokensPerStep = int64_t{run.batch} * run.seqLen;
-    const double steps = tokensPerSecond * targetSeconds / static_cast<double>(tokensPerStep);
-    return static_cast<int>(
-        std::clamp<double>(std::floor(steps), run.minInnerSteps, run.innerSteps));
+    return tandem::innerStepsFor(
+        {int64_t{run.batch} * run.seqLen, targetSeconds, run.minInnerSteps, run.innerSteps},
+        tokensPerSecond);
 }
 
 int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes) {

@@ -183,8 +183,12 @@ struct RunStatus {
     ModelConfig model;
     int activeWorkers = 0;
     int64_t totalTokens = 0;
-    int workUnitSeconds = 0;                    // what work units are sized to take (0: not said)
-    int batch = 0, seqLen = 0;                  // a work unit's B x T (0: not said)
+    int workUnitSeconds = 0;    // what work units are sized to take (0: not said)
+    int batch = 0, seqLen = 0;  // a work unit's B x T (0: not said)
+    // How units are sized (base/unit_sizing.hpp): H between these, about workUnitSeconds of the
+    // worker's throughput; each token of a unit's data range takes tokenBytes (0: not said).
+    int innerStepsMin = 0, innerStepsMax = 0;
+    int tokenBytes = 0;
     std::vector<RoundSummary> history;          // one entry per closed round, oldest first
     std::optional<ExportInfo> latestExport;     // absent: none made
     std::optional<SampleSummary> latestSample;  // what the newest sampled version wrote

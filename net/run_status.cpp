@@ -38,6 +38,9 @@ std::string RunStatus::toJson() const {
              {"work_unit_seconds", workUnitSeconds},
              {"batch", batch},
              {"seq_len", seqLen},
+             {"inner_steps_min", innerStepsMin},
+             {"inner_steps_max", innerStepsMax},
+             {"token_bytes", tokenBytes},
              {"history", history_}};
     if (latestExport)
         out["latest_export"] = {{"path", latestExport->path},
@@ -66,6 +69,11 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
         s.batch = static_cast<int>(r.integer("batch", 0, 1 << 20));
     if (j->contains("seq_len"))
         s.seqLen = static_cast<int>(r.integer("seq_len", 0, 1 << 20));
+    if (j->contains("inner_steps_max")) {  // absent from coordinators before 0.1.0's costs
+        s.innerStepsMin = static_cast<int>(r.integer("inner_steps_min", 0, 1 << 30));
+        s.innerStepsMax = static_cast<int>(r.integer("inner_steps_max", 0, 1 << 30));
+        s.tokenBytes = static_cast<int>(r.integer("token_bytes", 0, 4));
+    }
     if (const json* h = r.array("history")) {
         for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
             const json& e = (*h)[i];

@@ -221,6 +221,9 @@ class TestNetProtocol : public QObject {
         s.workUnitSeconds = 30;
         s.batch = 8;
         s.seqLen = 4;
+        s.innerStepsMin = 5;
+        s.innerStepsMax = 50;
+        s.tokenBytes = 2;
         s.history = {{0, 5.5, 2, 1000}, {1, std::nullopt, 1, 500}};
         auto back = RunStatus::fromJson(s.toJson());
         QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
@@ -228,8 +231,17 @@ class TestNetProtocol : public QObject {
         QCOMPARE(back->model, s.model);
         QCOMPARE(back->batch, 8);
         QCOMPARE(back->seqLen, 4);
+        QCOMPARE(back->innerStepsMin, 5);
+        QCOMPARE(back->innerStepsMax, 50);
+        QCOMPARE(back->tokenBytes, 2);
+        std::string wide = s.toJson();
+        wide.replace(wide.find("\"token_bytes\":2"), 15, "\"token_bytes\":5");
+        QVERIFY(!RunStatus::fromJson(wide));
         // From a coordinator that does not say: 0.
         std::string older = s.toJson();
+        for (const char* key :
+             {"\"inner_steps_max\":50,", "\"inner_steps_min\":5,", "\"token_bytes\":2,"})
+            older.erase(older.find(key), std::strlen(key));
         older.erase(older.find(",\"work_unit_seconds\":30"), 23);
         older.erase(older.find("\"batch\":8,"), 10);
         older.erase(older.find(",\"seq_len\":4"), 12);
@@ -238,6 +250,8 @@ class TestNetProtocol : public QObject {
         QCOMPARE(olderBack->workUnitSeconds, 0);
         QCOMPARE(olderBack->batch, 0);
         QCOMPARE(olderBack->seqLen, 0);
+        QCOMPARE(olderBack->innerStepsMax, 0);
+        QCOMPARE(olderBack->tokenBytes, 0);
         QCOMPARE(back->history.size(), size_t(2));
         QVERIFY(back->history[0] == s.history[0]);
         QVERIFY(!back->history[1].valLoss.has_value());

@@ -1,0 +1,46 @@
+#include "cost_estimate.hpp"
+
+#include "result_format.hpp"
+
+#include <algorithm>
+
+namespace tandem::core {
+
+namespace {
+
+// Round trips per unit besides the transfers' own: the work request, the weights and the data
+// downloads, the upload and its answer.
+constexpr int kRoundTripsPerUnit = 4;
+
+double transferSeconds(int64_t bytes, double mbitPerSecond) {
+    return mbitPerSecond > 0 ? static_cast<double>(bytes) * 8 / (mbitPerSecond * 1e6) : 0.0;
+}
+
+}  // namespace
+
+CostEstimate estimateCosts(const CostInputs& in) {
+    CostEstimate c;
+    c.innerSteps = innerStepsFor(in.sizing, in.tokensPerSecond);
+    c.tokensPerUnit = int64_t{c.innerSteps} * in.sizing.tokensPerStep;
+    // The worker downloads exactly its range: H batches of windows.
+    c.downloadBytesPerUnit =
+        4 * in.parameterCount + c.tokensPerUnit * std::max(1, in.tokenBytes) + kManifestBytes;
+    c.uploadBytesPerUnit = 2 * in.parameterCount + static_cast<int64_t>(net::kResultHeaderBytes);
+    c.downloadSecondsPerUnit = transferSeconds(c.downloadBytesPerUnit, in.downMbitPerSecond);
+    c.uploadSecondsPerUnit = transferSeconds(c.uploadBytesPerUnit, in.upMbitPerSecond);
+    if (in.tokensPerSecond <= 0)
+        return c;
+    c.trainSecondsPerUnit = static_cast<double>(c.tokensPerUnit) / in.tokensPerSecond;
+    const double inTurn = in.latencyMs / 1000 * kRoundTripsPerUnit + c.downloadSecondsPerUnit +
+                          in.setupSeconds + c.trainSecondsPerUnit;
+    c.secondsPerUnit = std::max(inTurn, c.uploadSecondsPerUnit);
+    c.unitsPerDay = c.secondsPerUnit > 0 ? in.hoursPerDay * 3600 / c.secondsPerUnit : 0;
+    c.downloadBytesPerDay = c.unitsPerDay * static_cast<double>(c.downloadBytesPerUnit);
+    c.uploadBytesPerDay = c.unitsPerDay * static_cast<double>(c.uploadBytesPerUnit);
+    c.trainingHoursPerDay = c.unitsPerDay * c.trainSecondsPerUnit / 3600;
+    c.kwhPerDay = in.deviceWatts > 0 ? in.deviceWatts * c.trainingHoursPerDay / 1000 : 0;
+    c.costPerDay = in.pricePerKwh > 0 ? c.kwhPerDay * in.pricePerKwh : 0;
+    return c;
+}
+
+}  // namespace tandem::core
