@@ -2,15 +2,19 @@
 
 #include "bandwidth_probe.hpp"
 #include "coordinator_client.hpp"
+#include "cost_estimate.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/devices.hpp"
 #include "engine_wiring.hpp"
 #include "memory_estimate.hpp"
 #include "platform_probe.hpp"
 #include "registration_file.hpp"
+#include "speed_test.hpp"
 #include "unit_files.hpp"
 
 #include <QCoreApplication>
+
+#include <thread>
 
 namespace tandem::app {
 
@@ -125,6 +129,12 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.activeWorkers = status->activeWorkers;
     r.totalTokens = status->totalTokens;
     r.workUnitSeconds = status->workUnitSeconds;
+    r.modelConfig = status->model;
+    r.batch = status->batch;
+    r.seqLen = status->seqLen;
+    r.innerStepsMin = status->innerStepsMin;
+    r.innerStepsMax = status->innerStepsMax;
+    r.tokenBytes = status->tokenBytes;
     if (status->latestExport) {
         r.latestExportPath = q(status->latestExport->path);
         r.latestExportFormat = q(status->latestExport->format);
@@ -193,6 +203,49 @@ ui::StandingInfo DesktopServices::standing(const core::Settings& settings) {
     if (board->yourTeam) {
         r.team = q(board->yourTeam->team);
         r.teamRank = board->yourTeam->rank;
+    }
+    return r;
+}
+
+ui::SpeedReport DesktopServices::measureSpeed(const core::Settings& settings,
+                                              const ui::RunInfo& run) {
+    ui::SpeedReport r;
+    if (!run.ok || run.batch <= 0 || run.seqLen <= 0) {
+        r.error = tr("the coordinator does not say how large a work unit is");
+        return r;
+    }
+    // The threads and the device the engine will train with (app/tandem_main.cpp).
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    auto device = chooseDevice(settings.device, threads, UnavailableDevice::FallBackToCpu);
+    if (!device) {
+        r.error = q(device.error().message);
+        return r;
+    }
+    auto backend = makeBackendByName(device->device, threads);
+    if (!backend) {
+        r.error = q(backend.error().message);
+        return r;
+    }
+    auto speed = core::measureTrainingSpeed(**backend, run.modelConfig, run.batch, run.seqLen);
+    if (!speed) {
+        r.error = q(speed.error().message);
+        return r;
+    }
+    r.ok = true;
+    r.device = q(device->device);
+    r.tokensPerSecond = speed->tokensPerSecond;
+    r.setupSeconds = speed->setupSeconds;
+    if (device->gpuIndex >= 0) {
+        // NVML's reading right after the steps (it averages over about a second).
+        for (const auto& g : detectGpus().devices) {
+            if (g.index != device->gpuIndex)
+                continue;
+            r.wattsMeasured = g.powerW > 0;
+            r.watts = g.powerW > 0 ? g.powerW : std::max(0.0, g.powerLimitW);
+        }
+    } else {
+        r.cpuThreads = threads;
+        r.watts = threads * core::kCpuWattsPerThread;
     }
     return r;
 }

@@ -1,7 +1,8 @@
 // ui::Services for the desktop app on the project's libraries: GPU detection
-// (kernels/cuda/devices.hpp), the CPU inventory (core/platform_probe.hpp), the bandwidth probe and
-// the run status and this donor's standing over the HTTPS client (net/). Kept in app/ so that ui/
-// never includes net/ or kernels/ (DESIGN.md §2).
+// (kernels/cuda/devices.hpp), the CPU inventory (core/platform_probe.hpp), the training speed
+// test (core/speed_test.hpp), and the bandwidth probe, the run status and this donor's standing
+// over the HTTPS client (net/). Kept in app/ so that ui/ never includes net/ or kernels/
+// (DESIGN.md §2).
 #pragma once
 
 #include "services.hpp"
@@ -19,6 +20,7 @@ class DesktopServices final : public ui::Services {
     ui::BandwidthReport measureBandwidth(const core::Settings& settings) override;
     ui::RunInfo runStatus(const core::Settings& settings) override;
     ui::StandingInfo standing(const core::Settings& settings) override;
+    ui::SpeedReport measureSpeed(const core::Settings& settings, const ui::RunInfo& run) override;
 
   private:
     std::filesystem::path m_defaultDataDir;

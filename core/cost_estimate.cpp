@@ -3,6 +3,7 @@
 #include "result_format.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace tandem::core {
 
@@ -35,12 +36,33 @@ CostEstimate estimateCosts(const CostInputs& in) {
                           in.setupSeconds + c.trainSecondsPerUnit;
     c.secondsPerUnit = std::max(inTurn, c.uploadSecondsPerUnit);
     c.unitsPerDay = c.secondsPerUnit > 0 ? in.hoursPerDay * 3600 / c.secondsPerUnit : 0;
+    // The engine stops for the day when a cap is reached (core/rules.hpp).
+    for (auto [cap, perUnit] : {std::pair{in.dailyDownloadCapBytes, c.downloadBytesPerUnit},
+                                std::pair{in.dailyUploadCapBytes, c.uploadBytesPerUnit}}) {
+        const double byCap = static_cast<double>(cap) / static_cast<double>(perUnit);
+        if (cap > 0 && byCap < c.unitsPerDay) {
+            c.unitsPerDay = byCap;
+            c.capped = true;
+        }
+    }
     c.downloadBytesPerDay = c.unitsPerDay * static_cast<double>(c.downloadBytesPerUnit);
     c.uploadBytesPerDay = c.unitsPerDay * static_cast<double>(c.uploadBytesPerUnit);
     c.trainingHoursPerDay = c.unitsPerDay * c.trainSecondsPerUnit / 3600;
     c.kwhPerDay = in.deviceWatts > 0 ? in.deviceWatts * c.trainingHoursPerDay / 1000 : 0;
     c.costPerDay = in.pricePerKwh > 0 ? c.kwhPerDay * in.pricePerKwh : 0;
     return c;
+}
+
+double scheduledHoursPerDay(const RulesConfig& rules) {
+    if (!rules.useTimeWindows)
+        return 24;
+    double minutesPerWeek = 0;
+    for (const TimeWindow& w : rules.timeWindows) {
+        const int minutes = w.endMinute > w.startMinute ? w.endMinute - w.startMinute
+                                                        : w.endMinute + 1440 - w.startMinute;
+        minutesPerWeek += minutes * std::popcount(static_cast<unsigned>(w.weekdays & 0x7f));
+    }
+    return std::min(24.0, minutesPerWeek / 7 / 60);
 }
 
 }  // namespace tandem::core

@@ -5,6 +5,7 @@
 // donor's hours. Plain numbers; the wizard and the Overview format them (docs/costs.md).
 #pragma once
 
+#include "rules.hpp"
 #include "unit_sizing.hpp"
 
 #include <cstdint>
@@ -27,8 +28,9 @@ struct CostInputs {
     double downMbitPerSecond = 0, upMbitPerSecond = 0;  // 0: not measured
     double latencyMs = 0;
     double hoursPerDay = 24;  // how long the device may work each day
-    double deviceWatts = 0;   // drawn while training; 0: unknown
-    double pricePerKwh = 0;   // 0: not given
+    int64_t dailyDownloadCapBytes = 0, dailyUploadCapBytes = 0;  // 0: no cap
+    double deviceWatts = 0;                                      // drawn while training; 0: unknown
+    double pricePerKwh = 0;                                      // 0: not given
 };
 
 struct CostEstimate {
@@ -41,6 +43,7 @@ struct CostEstimate {
     double trainSecondsPerUnit = 0;
     double secondsPerUnit = 0;  // one unit after another; 0 when the speed is not known
     double unitsPerDay = 0;
+    bool capped = false;  // a daily cap, not the hours, limits the units per day
     double downloadBytesPerDay = 0, uploadBytesPerDay = 0;
     double trainingHoursPerDay = 0;
     double kwhPerDay = 0;   // 0 when the device's draw is unknown
@@ -51,5 +54,10 @@ struct CostEstimate {
 // turn, while the previous result uploads, so a slow uplink only sets the pace when an upload
 // takes longer than all of that.
 CostEstimate estimateCosts(const CostInputs& in);
+
+// The hours a day the schedule rule allows, averaged over the week (a window that ends at or
+// before its start runs past midnight; an overlap of windows counts once per window): 24 when
+// the rule is off.
+double scheduledHoursPerDay(const RulesConfig& rules);
 
 }  // namespace tandem::core

@@ -294,7 +294,8 @@ Expected<LoadedSettings> parseSettings(std::string_view text) {
           top.integer("uploadLimitBytesPerSecond", s.uploadLimitBytesPerSecond),
           top.integer("downloadLimitBytesPerSecond", s.downloadLimitBytesPerSecond),
           top.text("dataDirectory", s.dataDirectory), top.boolean("startAtLogin", s.startAtLogin),
-          top.text("displayName", s.displayName), top.text("team", s.team)}) {
+          top.text("displayName", s.displayName), top.text("team", s.team),
+          top.number("energyPricePerKwh", s.energyPricePerKwh)}) {
         if (!st)
             return st.error();
     }
@@ -358,6 +359,7 @@ std::string serializeSettings(const Settings& s) {
     root["device"] = s.device;
     root["displayName"] = s.displayName;
     root["team"] = s.team;
+    root["energyPricePerKwh"] = s.energyPricePerKwh;
     root["coordinator"] = Json{
         {"url", s.coordinatorUrl}, {"caFile", s.caFile}, {"pinnedPublicKey", s.pinnedPublicKey}};
     if (!s.registerSecret.empty())
@@ -415,6 +417,10 @@ std::vector<SettingsIssue> validate(const Settings& s) {
             !checked || *checked != *value)
             add(key, checked ? std::string(key) + " has white space at an end"
                              : checked.error().message);
+
+    if (!(s.energyPricePerKwh >= 0 && s.energyPricePerKwh <= 1000))
+        add("energyPricePerKwh", "electricity price is " + std::to_string(s.energyPricePerKwh) +
+                                     " per kWh; expected 0 (not given) to 1000");
 
     const RulesConfig& rc = s.rules;
     if (rc.idleThresholdSeconds < 10 || rc.idleThresholdSeconds > 86400) {

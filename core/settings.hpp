@@ -40,6 +40,8 @@ struct Settings {
     // (net/donor_profile.hpp); "" for none (anonymous, no team).
     std::string displayName;
     std::string team;
+    // What a kWh costs the donor, in their own currency, for the cost estimate; 0: not given.
+    double energyPricePerKwh = 0;
 
     // Keys this build does not know, by dotted path ("rules.foo"), as JSON text.
     std::map<std::string, std::string> unknownKeys;

@@ -1,3 +1,5 @@
+#include "async.hpp"
+#include "cost_text.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
@@ -99,6 +101,8 @@ OverviewPage::OverviewPage(const UiContext& context, QWidget* parent) : Page(con
     machineForm->addRow(tr("Last upload:"), m_lastUpload);
     machineForm->addRow(tr("Next:"), m_next);
     machineForm->addRow(tr("So far:"), m_totals);
+    m_costs = valueLabel(machineBox, QStringLiteral("costsPerDay"));
+    machineForm->addRow(tr("A day costs:"), m_costs);
     layout->addWidget(machineBox);
     layout->addStretch(1);
 
@@ -202,6 +206,49 @@ void OverviewPage::refresh() {
     m_totals->setText(tr("work units: %1, tokens: %2, credit: %3")
                           .arg(t.workUnitsTrained)
                           .arg(formatTokens(t.tokens), QLocale().toString(t.credit, 'f', 1)));
+    refreshCosts(s.tokensPerSecond);
+}
+
+QString OverviewPage::costsText() const {
+    return m_costs->text();
+}
+
+// The wizard's estimate, kept true: the speed of the engine's real steps once it trains, the
+// run's current sizing, the last measured link, the settings' caps and price.
+void OverviewPage::refreshCosts(double tokensPerSecond) {
+    constexpr int64_t kStatusEveryMs = 10 * 60 * 1000;
+    const int64_t now = nowMs();
+    if (m_ctx.services && m_ctx.settings && !m_costRunAsked &&
+        (m_costRunAtMs == 0 || now - m_costRunAtMs >= kStatusEveryMs)) {
+        m_costRunAsked = true;
+        Services* services = m_ctx.services;
+        const core::Settings settings = *m_ctx.settings;
+        runAsync<RunInfo>(
+            this, [services, settings] { return services->runStatus(settings); },
+            [this](RunInfo run) {
+                m_costRunAsked = false;
+                m_costRunAtMs = nowMs();
+                if (run.ok || !m_costRun.ok)
+                    m_costRun = std::move(run);
+                refresh();
+            });
+    }
+    if (!m_ctx.prefs || !m_ctx.settings) {
+        m_costs->setText(QStringLiteral("–"));
+        return;
+    }
+    CostFacts facts = rememberedCostFacts(*m_ctx.prefs);
+    facts.run = m_costRun;
+    if (tokensPerSecond > 0) {
+        facts.speed.ok = true;
+        facts.speed.tokensPerSecond = tokensPerSecond;
+    }
+    if (m_ctx.settings->rules.useTimeWindows)
+        facts.hoursPerDay = core::scheduledHoursPerDay(m_ctx.settings->rules);
+    facts.dailyDownloadCapBytes = m_ctx.settings->rules.dailyDownloadCapBytes;
+    facts.dailyUploadCapBytes = m_ctx.settings->rules.dailyUploadCapBytes;
+    facts.pricePerKwh = m_ctx.settings->energyPricePerKwh;
+    m_costs->setText(CostText::perDay(facts));
 }
 
 }  // namespace tandem::ui

@@ -64,8 +64,11 @@ class OverviewPage final : public Page {
     OverviewPage(const UiContext& context, QWidget* parent);
     void refresh() override;
     void setNotice(const QString& text);  // e.g. "no system tray"
+    QString costsText() const;
 
   private:
+    void refreshCosts(double tokensPerSecond);
+
     QLabel* m_icon;
     QLabel* m_headline;
     QLabel* m_detail;
@@ -80,6 +83,10 @@ class OverviewPage final : public Page {
     QLabel* m_lastUpload;
     QLabel* m_next;
     QLabel* m_totals;
+    QLabel* m_costs;    // what a day of this costs (ui/cost_text.hpp)
+    RunInfo m_costRun;  // the run's status for it, asked at most every 10 minutes
+    int64_t m_costRunAtMs = 0;
+    bool m_costRunAsked = false;
     QPushButton* m_pause;
     QCheckBox* m_finish;
 };

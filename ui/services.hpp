@@ -6,6 +6,7 @@
 // are made off the GUI thread (ui/async.hpp).
 #pragma once
 
+#include "model_config.hpp"
 #include "settings.hpp"
 
 #include <QString>
@@ -58,7 +59,13 @@ struct RunInfo {
     int64_t unitMemoryGpuBytes = 0, unitMemoryHostBytes = 0;
     int activeWorkers = 0;
     int64_t totalTokens = 0;
-    int workUnitSeconds = 0;         // what the coordinator sizes units to (0: not said)
+    int workUnitSeconds = 0;  // what the coordinator sizes units to (0: not said)
+    // How it sizes them (base/unit_sizing.hpp) and what a unit reads; 0: an older coordinator
+    // that does not say.
+    ModelConfig modelConfig;
+    int batch = 0, seqLen = 0;
+    int innerStepsMin = 0, innerStepsMax = 0;
+    int tokenBytes = 0;
     std::vector<RoundInfo> history;  // closed rounds, oldest first
     // What the model wrote after its newest sampled version (sampleVersion 0: nothing yet).
     int64_t sampleVersion = 0;
@@ -83,6 +90,18 @@ struct StandingInfo {
     int64_t teamCount = 0;
 };
 
+// How fast the chosen device trains the run's model (core/speed_test.hpp), and what it draws.
+struct SpeedReport {
+    bool ok = false;
+    QString error;   // why it could not be measured, when !ok
+    QString device;  // what was measured: "cpu", "cuda:0"
+    double tokensPerSecond = 0;
+    double setupSeconds = 0;     // loading a unit's weights into the device
+    double watts = 0;            // drawn while training; 0: unknown
+    bool wattsMeasured = false;  // read from the GPU's sensor; false: the stated CPU estimate
+    int cpuThreads = 0;          // the CPU's training threads (what the estimate counts)
+};
+
 class Services {
   public:
     virtual ~Services() = default;
@@ -92,24 +111,9 @@ class Services {
     virtual RunInfo runStatus(const core::Settings& settings) = 0;
     // With the token the engine keeps in the data directory (registration.json).
     virtual StandingInfo standing(const core::Settings& settings) = 0;
+    // A short timed run of `run`'s model at its B x T on settings.device (a few seconds on a
+    // device that suits the run; minutes for a large model on a CPU).
+    virtual SpeedReport measureSpeed(const core::Settings& settings, const RunInfo& run) = 0;
 };
-
-// What joining costs, from the model size and the measured link (the wizard's last page).
-struct CostEstimate {
-    int64_t downloadBytesPerUnit = 0;  // fp32 weights + the data range
-    int64_t uploadBytesPerUnit = 0;    // fp16 pseudo-gradient + header
-    double downloadSecondsPerUnit = 0;
-    double uploadSecondsPerUnit = 0;
-    double trainSecondsPerUnit = 0;
-    double unitsPerDay = 0;  // back to back, uploads overlapping the next unit
-    double downloadBytesPerDay = 0;
-    double uploadBytesPerDay = 0;
-};
-
-// parameterCount: of the run's model; trainSecondsPerUnit: what the coordinator aims for (it
-// sizes units to the worker's speed); hoursPerDay: how long the machine may work each day.
-CostEstimate estimateCosts(int64_t parameterCount, int64_t dataBytesPerUnit,
-                           double downMbitPerSecond, double upMbitPerSecond,
-                           double trainSecondsPerUnit, double hoursPerDay);
 
 }  // namespace tandem::ui

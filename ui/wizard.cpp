@@ -1,6 +1,7 @@
 #include "wizard.hpp"
 
 #include "async.hpp"
+#include "cost_text.hpp"
 #include "state_view.hpp"
 #include "ui_prefs.hpp"
 
@@ -128,7 +129,8 @@ FirstRunWizard::FirstRunWizard(const UiContext& context, const core::Settings& i
     bw->setTitle(tr("Your connection"));
     bw->setSubTitle(
         tr("Tandem measures the link to the coordinator (about 12 MB, up to 20 "
-           "seconds), to work out what joining costs."));
+           "seconds) and how fast your device trains the run's model (a few seconds), to work "
+           "out what joining costs."));
     auto* bLayout = new QVBoxLayout(bw);
     m_bwLabel = wrapped(QString(), bw);
     m_bwLabel->setObjectName(QStringLiteral("bandwidth"));
@@ -163,6 +165,18 @@ FirstRunWizard::FirstRunWizard(const UiContext& context, const core::Settings& i
     m_downCap->setValue(static_cast<double>(initial.rules.dailyDownloadCapBytes) / kGb);
     kForm->addRow(tr("Daily &upload cap:"), m_upCap);
     kForm->addRow(tr("Daily &download cap:"), m_downCap);
+    m_price = new QDoubleSpinBox(costs);
+    m_price->setObjectName(QStringLiteral("energyPrice"));
+    m_price->setRange(0, 1000);
+    m_price->setDecimals(2);
+    m_price->setSingleStep(0.01);
+    m_price->setSuffix(tr(" per kWh"));
+    m_price->setSpecialValueText(tr("not given"));
+    m_price->setValue(initial.energyPricePerKwh);
+    connect(m_price, &QDoubleSpinBox::valueChanged, this, &FirstRunWizard::updateCosts);
+    kForm->addRow(tr("&Electricity price:"), m_price);
+    for (QDoubleSpinBox* cap : {m_upCap, m_downCap})
+        connect(cap, &QDoubleSpinBox::valueChanged, this, &FirstRunWizard::updateCosts);
     m_idle = new QCheckBox(tr("Only when I am not using the computer (idle for 5 min)"), costs);
     m_idle->setObjectName(QStringLiteral("onlyWhenIdle"));
     m_idle->setChecked(initial.rules.onlyWhenIdle);
@@ -277,20 +291,26 @@ void FirstRunWizard::measure() {
     m_bwLabel->setText(tr("Measuring the connection to %1…").arg(m_url->text().trimmed()));
     Services* services = m_ctx.services;
     const core::Settings s = settings();
-    struct Both {
+    struct Measured {
         BandwidthReport bw;
         RunInfo run;
+        SpeedReport speed;
     };
-    runAsync<Both>(
+    runAsync<Measured>(
         this,
         [services, s] {
-            return Both{services->measureBandwidth(s), services->runStatus(s)};
+            Measured m{services->measureBandwidth(s), services->runStatus(s), {}};
+            m.speed = services->measureSpeed(s, m.run);
+            return m;
         },
-        [this](Both r) {
+        [this](Measured r) {
             m_measuring = false;
             m_bwRetry->setEnabled(true);
             m_bandwidth = r.bw;
             m_run = r.run;
+            m_speed = r.speed;
+            if (m_ctx.prefs)
+                rememberCostFacts(*m_ctx.prefs, r.speed, m_hours->value());
             const QLocale loc;
             if (!r.bw.ok) {
                 m_measured = false;
@@ -304,6 +324,12 @@ void FirstRunWizard::measure() {
                                        .arg(loc.toString(r.bw.downMbitPerSecond, 'f', 1),
                                             loc.toString(r.bw.upMbitPerSecond, 'f', 1),
                                             loc.toString(r.bw.latencyMs, 'f', 0)));
+                if (r.speed.ok)
+                    m_bwLabel->setText(
+                        m_bwLabel->text() + QStringLiteral("\n") +
+                        tr("Training speed: %1 tokens/s on %2")
+                            .arg(loc.toString(static_cast<qlonglong>(r.speed.tokensPerSecond)),
+                                 r.speed.device));
                 if (m_ctx.prefs) {
                     m_ctx.prefs->setNumber(QStringLiteral("bandwidth/downMbit"),
                                            r.bw.downMbitPerSecond);
@@ -324,56 +350,18 @@ QString FirstRunWizard::costText() const {
 }
 
 void FirstRunWizard::updateCosts() {
-    const QLocale loc;
-    if (!m_run.ok || m_run.parameterCount <= 0) {
-        m_costs->setText(tr("The run's model size is not known (%1), so the costs cannot be "
-                            "worked out yet. Set limits below if your connection is metered.")
-                             .arg(m_run.error.isEmpty() ? tr("the coordinator did not answer")
-                                                        : m_run.error.toHtmlEscaped()));
-        return;
-    }
-    // A unit's data range is small next to the weights; count one batch-sized range of 256 kB.
-    const auto c = estimateCosts(
-        m_run.parameterCount, 256 * 1024, m_measured ? m_bandwidth.downMbitPerSecond : 0,
-        m_measured ? m_bandwidth.upMbitPerSecond : 0,
-        m_run.workUnitSeconds > 0 ? m_run.workUnitSeconds : kTrainSecondsPerUnit, m_hours->value());
-    QString text =
-        tr("The run trains a model of %1 parameters (%2). Each work unit downloads %3 and uploads "
-           "%4.")
-            .arg(formatTokens(m_run.parameterCount), m_run.model.toHtmlEscaped(),
-                 formatBytes(c.downloadBytesPerUnit), formatBytes(c.uploadBytesPerUnit));
-    if (m_run.unitMemoryCpuBytes > 0) {
-        text +=
-            QStringLiteral(" ") +
-            tr("Training a unit needs about <b>%1</b> of memory on a CPU, or %2 of GPU memory "
-               "and %3 of RAM on a GPU; a device with less is not given work.")
-                .arg(formatBytes(m_run.unitMemoryCpuBytes), formatBytes(m_run.unitMemoryGpuBytes),
-                     formatBytes(m_run.unitMemoryHostBytes));
-    }
-    if (m_measured) {
-        text += QStringLiteral("<br><br>") +
-                tr("At your measured speed a work unit takes about <b>%1</b>: %2 to download, "
-                   "about %3 of training (the coordinator sizes units to your device) and %4 to "
-                   "upload while the next one trains.")
-                    .arg(formatDuration(static_cast<int64_t>(
-                             1000 * (c.downloadSecondsPerUnit +
-                                     std::max(c.trainSecondsPerUnit, c.uploadSecondsPerUnit)))),
-                         formatDuration(static_cast<int64_t>(1000 * c.downloadSecondsPerUnit)),
-                         formatDuration(static_cast<int64_t>(1000 * c.trainSecondsPerUnit)),
-                         formatDuration(static_cast<int64_t>(1000 * c.uploadSecondsPerUnit)));
-        text +=
-            QStringLiteral("<br><br>") +
-            tr("Working %1 hours a day, that is about %2 units a day: <b>%3 down</b> and "
-               "<b>%4 up</b> per day.")
-                .arg(loc.toString(m_hours->value(), 'f', 0), loc.toString(c.unitsPerDay, 'f', 0),
-                     formatBytes(static_cast<int64_t>(c.downloadBytesPerDay)),
-                     formatBytes(static_cast<int64_t>(c.uploadBytesPerDay)));
-    } else {
-        text += QStringLiteral("<br><br>") +
-                tr("The connection was not measured, so the time per unit and the data per day "
-                   "are not known yet.");
-    }
-    m_costs->setText(text);
+    if (m_ctx.prefs)
+        m_ctx.prefs->setNumber(QStringLiteral("costs/hoursPerDay"), m_hours->value());
+    const core::Settings chosen = settings();
+    CostFacts facts;
+    facts.run = m_run;
+    facts.speed = m_speed;
+    facts.link = m_measured ? m_bandwidth : BandwidthReport{};
+    facts.hoursPerDay = m_hours->value();
+    facts.dailyDownloadCapBytes = chosen.rules.dailyDownloadCapBytes;
+    facts.dailyUploadCapBytes = chosen.rules.dailyUploadCapBytes;
+    facts.pricePerKwh = chosen.energyPricePerKwh;
+    m_costs->setText(CostText::describe(facts));
 }
 
 core::Settings FirstRunWizard::settings() const {
@@ -388,6 +376,7 @@ core::Settings FirstRunWizard::settings() const {
     s.rules.dailyUploadCapBytes = static_cast<int64_t>(m_upCap->value() * kGb + 0.5);
     s.rules.dailyDownloadCapBytes = static_cast<int64_t>(m_downCap->value() * kGb + 0.5);
     s.rules.onlyWhenIdle = m_idle->isChecked();
+    s.energyPricePerKwh = m_price->value();
     s.rules.pauseOnBattery = m_battery->isChecked();
     return s;
 }

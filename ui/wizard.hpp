@@ -1,8 +1,8 @@
 // The first-run wizard: finds the devices (and says why a GPU cannot be used), asks for the
 // coordinator (pre-filled by the demo) and an optional public name and team, measures the bandwidth
-// to it, shows what joining costs (GB per day up and down, time per work unit, from the measured
-// figures and the run's model) and sets the limits. finished settings() are validated by
-// core/settings and saved by app/.
+// to it and the device's training speed, shows what joining costs (ui/cost_text.hpp: time per
+// work unit, GB per day up and down, energy and its price) and sets the limits. finished settings()
+// are validated by core/settings and saved by app/.
 #pragma once
 
 #include "services.hpp"
@@ -23,10 +23,6 @@ class FirstRunWizard final : public QWizard {
     Q_OBJECT
   public:
     enum PageId { DevicesPage, CoordinatorPage, BandwidthPage, CostsPage };
-    // Work units are sized by the coordinator to take about this long: its default target, for
-    // a coordinator whose status does not say.
-    static constexpr double kTrainSecondsPerUnit = 300;
-
     FirstRunWizard(const UiContext& context, const core::Settings& initial,
                    QWidget* parent = nullptr);
 
@@ -35,6 +31,7 @@ class FirstRunWizard final : public QWizard {
     const DeviceReport& devices() const { return m_devices; }
     const BandwidthReport& bandwidth() const { return m_bandwidth; }
     const RunInfo& run() const { return m_run; }
+    const SpeedReport& speed() const { return m_speed; }
     QString costText() const;
 
     // Field access for tests.
@@ -48,6 +45,7 @@ class FirstRunWizard final : public QWizard {
     QDoubleSpinBox* uploadCapGb() const { return m_upCap; }
     QDoubleSpinBox* downloadCapGb() const { return m_downCap; }
     QDoubleSpinBox* hoursPerDay() const { return m_hours; }
+    QDoubleSpinBox* energyPrice() const { return m_price; }
     QCheckBox* onlyWhenIdle() const { return m_idle; }
     bool measuring() const { return m_measuring; }
     bool detecting() const { return m_detecting; }
@@ -66,6 +64,7 @@ class FirstRunWizard final : public QWizard {
     DeviceReport m_devices;
     BandwidthReport m_bandwidth;
     RunInfo m_run;
+    SpeedReport m_speed;
     bool m_detecting = false;
     bool m_measuring = false;
     bool m_measured = false;
@@ -84,6 +83,7 @@ class FirstRunWizard final : public QWizard {
     QDoubleSpinBox* m_hours;
     QDoubleSpinBox* m_upCap;
     QDoubleSpinBox* m_downCap;
+    QDoubleSpinBox* m_price;
     QCheckBox* m_idle;
     QCheckBox* m_battery;
     QLabel* m_finishError;

@@ -2,9 +2,12 @@
 // directory's registration.json it reads, what it answers without a registration or with one for
 // another coordinator (not registered, nothing asked), a damaged file (an error naming it), and
 // a coordinator that cannot be reached (an error, not a crash). The leaderboard's JSON and the
-// coordinator's answer are tested in tests/net and tests/coordinator.
+// coordinator's answer are tested in tests/net and tests/coordinator. And measureSpeed(): the
+// run's model timed on the CPU with the engine's thread count, the CPU's power stated, not
+// measured; a run that does not say its unit size is refused with a reason.
 #include "desktop_services.hpp"
 
+#include "cost_estimate.hpp"
 #include "registration_file.hpp"
 
 #include <QTemporaryDir>
@@ -68,6 +71,33 @@ class TestDesktopServices : public QObject {
         QVERIFY(!damaged.ok);
         QVERIFY2(damaged.error.contains(QStringLiteral("registration.json")),
                  qPrintable(damaged.error));
+    }
+
+    void measureSpeedOnTheCpu() {
+        QTemporaryDir dir;
+        app::DesktopServices services(dir.path().toStdString());
+        core::Settings s;
+        s.device = "cpu";
+        ui::RunInfo run;
+        run.ok = true;
+        run.modelConfig = *ModelConfig::parse("tiny");
+        auto none = services.measureSpeed(s, run);  // no B x T: an older coordinator
+        QVERIFY(!none.ok);
+        QVERIFY2(none.error.contains(QStringLiteral("how large a work unit is")),
+                 qPrintable(none.error));
+        run.batch = 2;
+        run.seqLen = 32;
+        auto r = services.measureSpeed(s, run);
+        QVERIFY2(r.ok, qPrintable(r.error));
+        QCOMPARE(r.device, QStringLiteral("cpu"));
+        QVERIFY(r.tokensPerSecond > 0);
+        QVERIFY(r.cpuThreads >= 1);
+        QVERIFY(!r.wattsMeasured);
+        QCOMPARE(r.watts, r.cpuThreads * core::kCpuWattsPerThread);
+        run.seqLen = 65;  // longer than tiny's 64 positions: refused, not a crash
+        auto tooLong = services.measureSpeed(s, run);
+        QVERIFY(!tooLong.ok);
+        QVERIFY2(tooLong.error.contains(QStringLiteral("T <= 64")), qPrintable(tooLong.error));
     }
 };
 

@@ -103,6 +103,35 @@ class TestCostEstimate : public QObject {
         QVERIFY(qFuzzyCompare(c.trainingHoursPerDay, 8 * 3.2 / 17.024));
     }
 
+    void dailyCapsLimitTheDay() {
+        CostInputs in = handWorked();
+        const double byHours = 8 * 3600 / (0.2 + 0.095488 + 0.5 + 3.2);  // 7,208 units
+        in.dailyDownloadCapBytes = 11936 * 1000;                         // 1,000 units
+        CostEstimate c = estimateCosts(in);
+        QVERIFY(c.capped);
+        QVERIFY(qFuzzyCompare(c.unitsPerDay, 1000.0));
+        QVERIFY(qFuzzyCompare(c.uploadBytesPerDay, 1000.0 * 2128));
+        QVERIFY(qFuzzyCompare(c.trainingHoursPerDay, 1000 * 3.2 / 3600));
+        in.dailyUploadCapBytes = 2128 * 500;  // the tighter one wins: 500 units
+        QVERIFY(qFuzzyCompare(estimateCosts(in).unitsPerDay, 500.0));
+        in.dailyDownloadCapBytes = in.dailyUploadCapBytes = int64_t{1} << 50;  // never reached
+        c = estimateCosts(in);
+        QVERIFY(!c.capped);
+        QVERIFY(qFuzzyCompare(c.unitsPerDay, byHours));
+    }
+
+    void scheduleGivesTheHours() {
+        RulesConfig r;
+        QCOMPARE(scheduledHoursPerDay(r), 24.0);  // no schedule: any time
+        r.useTimeWindows = true;
+        // 18:00-08:00 (past midnight, 14 h) on weekdays: 70 h a week; 10:00-12:00 on Saturday
+        // and Sunday: 4 h. 74 / 7 = 10.571 h a day.
+        r.timeWindows = {{TimeWindow::kWeekdays, 18 * 60, 8 * 60}, {0x60, 10 * 60, 12 * 60}};
+        QVERIFY(qFuzzyCompare(scheduledHoursPerDay(r), 74.0 / 7));
+        r.timeWindows = {{TimeWindow::kEveryDay, 0, 0}};  // a whole day, every day
+        QCOMPARE(scheduledHoursPerDay(r), 24.0);
+    }
+
     void sizingFollowsTheCoordinatorsRule() {
         CostInputs in = handWorked();
         in.tokensPerSecond = 5;  // 5 x 30 / 64 = 2.3 steps: raised to the minimum of 5

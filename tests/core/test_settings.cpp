@@ -4,6 +4,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 #include <fstream>
 
 using namespace tandem;
@@ -41,6 +43,7 @@ Settings everythingSet() {
     s.startAtLogin = true;
     s.displayName = "Ada <Lovelace>";
     s.team = "Analytical Engines";
+    s.energyPricePerKwh = 0.32;
     return s;
 }
 
@@ -173,6 +176,8 @@ class TestSettings : public QObject {
             << "has an unknown key 'from'";
         QTest::newRow("huge number") << R"({"uploadLimitBytesPerSecond": 18446744073709551615})"
                                      << "uploadLimitBytesPerSecond is too large";
+        QTest::newRow("price as text") << R"({"energyPricePerKwh": "0.30"})"
+                                       << "energyPricePerKwh must be a number";
     }
     void typeAndShapeErrors() {
         QFETCH(QString, json);
@@ -242,6 +247,10 @@ class TestSettings : public QObject {
                                         << "displayName has white space at an end";
         QTest::newRow("team control") << i++ << "team"
                                       << "team may hold printable characters only; found U+0007";
+        QTest::newRow("negative price") << i++ << "energyPricePerKwh"
+                                        << "electricity price is -0.100000 per kWh; expected 0";
+        QTest::newRow("NaN price") << i++ << "energyPricePerKwh"
+                                   << "electricity price is nan per kWh";
     }
     void validationErrors() {
         QFETCH(int, which);
@@ -280,8 +289,10 @@ class TestSettings : public QObject {
             [](Settings& s) { s.displayName = std::string(33, 'n'); },
             [](Settings& s) { s.displayName = "Ada "; },
             [](Settings& s) { s.team = "bell\x07"; },
+            [](Settings& s) { s.energyPricePerKwh = -0.1; },
+            [](Settings& s) { s.energyPricePerKwh = std::nan(""); },
         };
-        QCOMPARE(changes.size(), size_t{25});
+        QCOMPARE(changes.size(), size_t{27});
         const auto issues = issuesOf(changes.at(static_cast<size_t>(which)));
         QCOMPARE(issues.size(), size_t{1});
         QCOMPARE(QString::fromStdString(issues[0].key), key);

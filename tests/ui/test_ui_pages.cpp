@@ -4,6 +4,7 @@
 #include "main_window.hpp"
 
 #include "app_actions.hpp"
+#include "cost_text.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 #include "ui_fixture.hpp"
@@ -398,6 +399,40 @@ class TestUiPages : public QObject {
             QVERIFY2(!ui::stateIcon(k).pixmap(22, 22).isNull(), qPrintable(ui::stateIconPath(k)));
         }
         QCOMPARE(paths.size(), 4);
+    }
+
+    // The Overview's "A day costs" line: the wizard's speed and hours (kept in ui.ini), the last
+    // measured link, the run's sizing from the coordinator, the settings' caps and price; the
+    // figures are the wizard test's, worked by hand there.
+    void overviewCostsPerDay() {
+        const core::Settings saved = m_settings;
+        const int savedSeconds = m_services.workUnitSeconds;
+        m_settings.rules.dailyUploadCapBytes = 0;
+        m_settings.energyPricePerKwh = 0.30;
+        m_services.workUnitSeconds = 600;
+        ui::SpeedReport speed;
+        speed.ok = true;
+        speed.device = QStringLiteral("cpu");
+        speed.tokensPerSecond = 1000;
+        speed.setupSeconds = 0.5;
+        speed.cpuThreads = 8;
+        speed.watts = 96;
+        ui::rememberCostFacts(*m_prefs, speed, 8);
+        m_prefs->setNumber(QStringLiteral("bandwidth/downMbit"), 80);
+        m_prefs->setNumber(QStringLiteral("bandwidth/upMbit"), 20);
+        m_prefs->setNumber(QStringLiteral("bandwidth/latencyMs"), 12);
+        ui::OverviewPage page(m_ctx, nullptr);
+        page.refresh();
+        QTRY_COMPARE(
+            page.costsText(),
+            QStringLiteral("about 223 work units: 922 MB down, 447 MB up, 0.76 kWh (0.23)"));
+        // Without a measured speed it says what is missing instead of guessing.
+        m_prefs->setNumber(QStringLiteral("speed/tokensPerSecond"), 0);
+        page.refresh();
+        QVERIFY2(page.costsText().startsWith(QStringLiteral("not known until this device's speed")),
+                 qPrintable(page.costsText()));
+        m_settings = saved;
+        m_services.workUnitSeconds = savedSeconds;
     }
 
     void windowPagesAndShortcuts() {

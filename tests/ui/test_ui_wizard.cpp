@@ -1,7 +1,7 @@
 // The first-run wizard, page by page, with fake Services: devices with the reason a GPU cannot
 // be used, the coordinator pre-filled and checked, the public name and team checked and kept, the
-// bandwidth measured, the costs worked out from the measured figures (hand-computed here), the
-// limits set; and estimateCosts alone.
+// bandwidth and the training speed measured, the costs worked out from the measured figures
+// (hand-computed here; core/cost_estimate's own test has the formula), the limits set.
 #include "wizard.hpp"
 
 #include "ui_fixture.hpp"
@@ -22,24 +22,6 @@ class TestUiWizard : public QObject {
 
   private slots:
     void initTestCase() { QLocale::setDefault(QLocale::c()); }
-
-    void estimateCostsByHand() {
-        // 1 M parameters: 4 MB of fp32 weights + 256 KiB data down, 2 MB fp16 + 128 B up.
-        const auto c = ui::estimateCosts(1'000'000, 262'144, 80, 20, 300, 8);
-        QCOMPARE(c.downloadBytesPerUnit, int64_t(4'262'144));
-        QCOMPARE(c.uploadBytesPerUnit, int64_t(2'000'128));
-        QCOMPARE(c.downloadSecondsPerUnit, 4'262'144 * 8 / 80e6);
-        QCOMPARE(c.uploadSecondsPerUnit, 2'000'128 * 8 / 20e6);
-        // Uploads overlap training: a unit paces at download + max(train, upload).
-        const double perUnit = 4'262'144 * 8 / 80e6 + 300;
-        QCOMPARE(c.unitsPerDay, 8 * 3600 / perUnit);
-        QCOMPARE(c.uploadBytesPerDay, c.unitsPerDay * 2'000'128);
-        // A slow uplink (0.05 Mbit/s: 320 s per result) sets the pace instead.
-        const auto slow = ui::estimateCosts(1'000'000, 262'144, 80, 0.05, 300, 24);
-        QCOMPARE(slow.unitsPerDay, 24 * 3600 / (4'262'144 * 8 / 80e6 + 2'000'128 * 8 / 0.05e6));
-        // Unmeasured: no time, no per-day figures.
-        QCOMPARE(ui::estimateCosts(1'000'000, 0, 0, 0, 300, 8).downloadSecondsPerUnit, 0.0);
-    }
 
     void flow() {
         QTemporaryDir dir;
@@ -109,30 +91,46 @@ class TestUiWizard : public QObject {
         QCOMPARE(services.lastUrl, std::string("https://127.0.0.1:8443"));
         QVERIFY(wizard.button(QWizard::NextButton)->isEnabled());
         QCOMPARE(wizard.bandwidthLabel()->text(),
-                 QStringLiteral("Download: 80.0 Mbit/s\nUpload: 20.0 Mbit/s\nLatency: 12 ms"));
+                 QStringLiteral("Download: 80.0 Mbit/s\nUpload: 20.0 Mbit/s\nLatency: 12 ms\n"
+                                "Training speed: 1000 tokens/s on cpu"));
+        QCOMPARE(services.speedCalls.load(), 1);
         QCOMPARE(prefs.number(QStringLiteral("bandwidth/downMbit")), 80.0);
 
         wizard.next();
         QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
-        // Units of the status's 600 s, plus 0.43 s to download (4,262,144 bytes at 80 Mbit/s;
-        // the 0.80 s upload overlaps training): 8 h a day is 47.97 units, 204.4 MB down and
-        // 95.9 MB up a day.
+        // By hand (docs/costs.md): 1,000 tokens/s x 600 s / 256 tokens a step = 2,343 steps,
+        // capped at the run's 500: 128,000 tokens, 128 s of training. Down 4,000,000 + 128,000 +
+        // 1,536 (manifest) = 4,129,536 B, up 2,000,128 B. A unit takes 4 x 12 ms + 0.413 s
+        // (download at 80 Mbit/s) + 0.5 s (loading) + 128 s = 128.96 s; the 0.8 s upload runs
+        // beside it. 8 h a day: 223.3 units, 922 MB down and 447 MB up; 7.94 h of training at
+        // 96 W (8 threads x 12 W, stated) = 0.76 kWh.
         const QString costs = wizard.costText();
-        QVERIFY2(costs.contains(QStringLiteral("downloads 4.3 MB and uploads 2.0 MB")),
-                 qPrintable(costs));
-        QVERIFY2(costs.contains(QStringLiteral(
-                     "about 48 units a day: <b>204 MB down</b> and <b>96 MB up</b>")),
-                 qPrintable(costs));
+        for (const char* part :
+             {"work units of 500 training steps, each about <b>2 min</b> of training",
+              "Each unit downloads 4.1 MB (the model's weights and its text) and uploads 2.0 MB",
+              "a unit takes about <b>2 min</b> in all",
+              "about 223 units a day: <b>922 MB down</b> and <b>447 MB up</b>",
+              "Training draws about 96 W (an estimate for 8 CPU threads, not measured): about "
+              "<b>0.76 kWh a day</b>. Enter your electricity price"})
+            QVERIFY2(costs.contains(QString::fromUtf8(part)), qPrintable(costs));
         // The status's memory estimate (worked out by the app, given here).
         QVERIFY2(costs.contains(QStringLiteral("about <b>3.0 GB</b> of memory on a CPU, or 2.0 GB "
                                                "of GPU memory and 1.0 GB of RAM on a GPU")),
                  qPrintable(costs));
-        wizard.hoursPerDay()->setValue(24);
-        QVERIFY2(wizard.costText().contains(QStringLiteral("<b>613 MB down</b>")),
+        wizard.energyPrice()->setValue(0.30);  // 0.76 kWh x 0.30 = 0.23
+        QVERIFY2(wizard.costText().contains(
+                     QStringLiteral("which costs about <b>0.23</b> a day at 0.30 per kWh")),
+                 qPrintable(wizard.costText()));
+        wizard.hoursPerDay()->setValue(24);  // 670 units
+        QVERIFY2(wizard.costText().contains(QStringLiteral("<b>2.8 GB down</b>")),
                  qPrintable(wizard.costText()));
 
-        wizard.uploadCapGb()->setValue(0.5);
+        wizard.uploadCapGb()->setValue(0.5);  // 0.5 GB / 2,000,128 B = 250 uploads a day
         wizard.downloadCapGb()->setValue(2);
+        QVERIFY2(wizard.costText().contains(QStringLiteral(
+                     "about 250 units a day: <b>1.0 GB down</b> and <b>500 MB up</b> per day. "
+                     "Your daily caps keep it to that; without them it would be 670 units.")),
+                 qPrintable(wizard.costText()));
         wizard.onlyWhenIdle()->setChecked(true);
         wizard.button(QWizard::FinishButton)->click();
         QCOMPARE(wizard.result(), int(QDialog::Accepted));
@@ -145,6 +143,7 @@ class TestUiWizard : public QObject {
         QCOMPARE(s.rules.dailyUploadCapBytes, int64_t(500'000'000));
         QCOMPARE(s.rules.dailyDownloadCapBytes, int64_t(2'000'000'000));
         QVERIFY(s.rules.onlyWhenIdle);
+        QCOMPARE(s.energyPricePerKwh, 0.30);
         QVERIFY(core::validate(s).empty());
     }
 
@@ -170,6 +169,33 @@ class TestUiWizard : public QObject {
         wizard.next();
         QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
         QVERIFY(wizard.costText().contains(QStringLiteral("The connection was not measured")));
+    }
+
+    void speedNotMeasuredSaysWhy() {
+        core::ManualClock clock(kNowMs);
+        core::FixedOffsetTimeZone zone(0);
+        ui::EngineBridge bridge(clock, zone);
+        FakeServices services;
+        services.speedFails = true;
+        ui::UiContext ctx;
+        ctx.bridge = &bridge;
+        ctx.services = &services;
+        core::Settings initial;
+        initial.coordinatorUrl = "https://127.0.0.1:8443";
+        ui::FirstRunWizard wizard(ctx, initial);
+        wizard.show();
+        QTRY_VERIFY(!wizard.detecting());
+        wizard.next();
+        wizard.next();
+        QTRY_VERIFY(!wizard.measuring());
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
+        // Without a speed the day cannot be worked out; the page says why.
+        QVERIFY2(wizard.costText().contains(QStringLiteral(
+                     "Your device's training speed could not be measured (not enough memory: "
+                     "needs 9 GB, 2 GB free)")),
+                 qPrintable(wizard.costText()));
+        QVERIFY(!wizard.costText().contains(QStringLiteral("units a day")));
     }
 };
 

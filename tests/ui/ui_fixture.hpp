@@ -21,7 +21,9 @@ constexpr int64_t kNowMs = 1795348800000;
 // Deterministic answers; counts the calls.
 class FakeServices final : public ui::Services {
   public:
-    std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0}, standingCalls{0};
+    std::atomic<int> deviceCalls{0}, bandwidthCalls{0}, statusCalls{0}, standingCalls{0},
+        speedCalls{0};
+    bool speedFails = false;
     bool bandwidthFails = false;
     int workUnitSeconds = 0;  // what the coordinator's status says (0: an older one, silent)
     bool withSample = true;   // the status carries what the model wrote
@@ -89,6 +91,13 @@ class FakeServices final : public ui::Services {
         r.activeWorkers = 3;
         r.totalTokens = 123456;
         r.workUnitSeconds = workUnitSeconds;
+        // Units of 5 to 500 steps of 4 x 64 byte tokens.
+        r.modelConfig = *ModelConfig::parse("tiny");
+        r.batch = 4;
+        r.seqLen = 64;
+        r.innerStepsMin = 5;
+        r.innerStepsMax = 500;
+        r.tokenBytes = 1;
         r.latestExportPath = QStringLiteral("/srv/exports/run1-v7");
         r.latestExportFormat = QStringLiteral("safetensors");
         r.latestExportVersion = 7;
@@ -105,6 +114,22 @@ class FakeServices final : public ui::Services {
     ui::StandingInfo standing(const core::Settings&) override {
         ++standingCalls;
         return standingAnswer;
+    }
+    // 1,000 tokens/s on 8 CPU threads (96 W by the stated estimate), 0.5 s to load a unit.
+    ui::SpeedReport measureSpeed(const core::Settings&, const ui::RunInfo& run) override {
+        ++speedCalls;
+        ui::SpeedReport r;
+        if (speedFails || !run.ok) {
+            r.error = QStringLiteral("not enough memory: needs 9 GB, 2 GB free");
+            return r;
+        }
+        r.ok = true;
+        r.device = QStringLiteral("cpu");
+        r.tokensPerSecond = 1000;
+        r.setupSeconds = 0.5;
+        r.cpuThreads = 8;
+        r.watts = 96;
+        return r;
     }
 };
 

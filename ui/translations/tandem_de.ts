@@ -4,7 +4,7 @@
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../../app/tandem_main.cpp" line="+265"/>
+        <location filename="../../app/tandem_main.cpp" line="+259"/>
         <location line="+48"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
@@ -25,7 +25,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>main</name>
     <message>
-        <location line="-144"/>
+        <location line="-138"/>
         <source>Donate this computer&apos;s spare GPU time to the training of an open language model.</source>
         <translation>Spenden Sie die freie GPU-Zeit dieses Computers für das Training eines offenen Sprachmodells.</translation>
     </message>
@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+45"/>
+        <location filename="../../app/desktop_services.cpp" line="+49"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -92,6 +92,11 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <location line="+5"/>
         <source>CPU</source>
         <translation>CPU</translation>
+    </message>
+    <message>
+        <location line="+136"/>
+        <source>the coordinator does not say how large a work unit is</source>
+        <translation>der Koordinator sagt nicht, wie groß eine Arbeitseinheit ist</translation>
     </message>
 </context>
 <context>
@@ -471,7 +476,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Der Koordinator wird nach Ihrem Rang gefragt …</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+16"/>
         <source>Your rank is not available right now: the coordinator cannot be reached (%1). Tandem asks again later.</source>
         <translation>Ihr Rang ist gerade nicht verfügbar: Der Koordinator ist nicht erreichbar (%1). Tandem fragt später erneut.</translation>
     </message>
@@ -507,6 +512,129 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
 </context>
 <context>
+    <name>tandem::ui::CostText</name>
+    <message>
+        <location filename="../cost_text.cpp" line="+46"/>
+        <source>The run&apos;s model size is not known (%1), so the costs cannot be worked out yet. Set limits below if your connection is metered.</source>
+        <translation>Die Modellgröße des Laufs ist nicht bekannt (%1), daher lassen sich die Kosten noch nicht berechnen. Legen Sie unten Grenzen fest, wenn Ihre Verbindung nach Volumen abgerechnet wird.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>the coordinator did not answer</source>
+        <translation>der Koordinator hat nicht geantwortet</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The run trains a model of %1 parameters (%2).</source>
+        <translation>Der Lauf trainiert ein Modell mit %1 Parametern (%2).</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Training a unit needs about &lt;b&gt;%1&lt;/b&gt; of memory on a CPU, or %2 of GPU memory and %3 of RAM on a GPU; a device with less is not given work.</source>
+        <translation>Das Training einer Einheit braucht etwa &lt;b&gt;%1&lt;/b&gt; Speicher auf einer CPU, oder %2 GPU-Speicher und %3 Arbeitsspeicher auf einer GPU; ein Gerät mit weniger bekommt keine Arbeit.</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>This coordinator does not say how it sizes work units (it is older than this app), so the time and data per day cannot be worked out. Each unit downloads at least %1 (the model&apos;s weights) and uploads %2.</source>
+        <translation>Dieser Koordinator sagt nicht, wie er Arbeitseinheiten bemisst (er ist älter als diese App), daher lassen sich Zeit und Daten pro Tag nicht berechnen. Jede Einheit lädt mindestens %1 herunter (die Gewichte des Modells) und %2 hoch.</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Your device&apos;s training speed could not be measured (%1), so the time and data per day cannot be worked out. A unit of the longest kind (%2 training steps) downloads %3 and uploads %4.</source>
+        <translation>Die Trainingsgeschwindigkeit Ihres Geräts ließ sich nicht messen (%1), daher lassen sich Zeit und Daten pro Tag nicht berechnen. Eine Einheit der längsten Art (%2 Trainingsschritte) lädt %3 herunter und %4 hoch.</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Your device (%1) trains about %2 tokens a second, so the coordinator will give it work units of %3 training steps, each about &lt;b&gt;%4&lt;/b&gt; of training. Each unit downloads %5 (the model&apos;s weights and its text) and uploads %6.</source>
+        <translation>Ihr Gerät (%1) trainiert etwa %2 Tokens pro Sekunde, daher gibt ihm der Koordinator Arbeitseinheiten von %3 Trainingsschritten, jede etwa &lt;b&gt;%4&lt;/b&gt; Training. Jede Einheit lädt %5 herunter (die Gewichte des Modells und seinen Text) und %6 hoch.</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>At your measured speed a result takes &lt;b&gt;%1&lt;/b&gt; to upload, longer than a unit takes to train: your upload sets the pace.</source>
+        <translation>Bei Ihrer gemessenen Geschwindigkeit dauert der Upload eines Ergebnisses &lt;b&gt;%1&lt;/b&gt;, länger als das Training einer Einheit: Ihr Upload bestimmt das Tempo.</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>With your connection a unit takes about &lt;b&gt;%1&lt;/b&gt; in all, %2 of it downloading; its %3 upload runs while the next unit trains.</source>
+        <translation>Mit Ihrer Verbindung dauert eine Einheit insgesamt etwa &lt;b&gt;%1&lt;/b&gt;, davon %2 Download; ihr Upload von %3 läuft, während die nächste Einheit trainiert.</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The connection was not measured, so download and upload times are left out.</source>
+        <translation>Die Verbindung wurde nicht gemessen, daher sind Download- und Uploadzeiten nicht eingerechnet.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Working %1 hours a day, that is about %2 units a day: &lt;b&gt;%3 down&lt;/b&gt; and &lt;b&gt;%4 up&lt;/b&gt; per day.</source>
+        <translation>Bei %1 Stunden Arbeit am Tag sind das etwa %2 Einheiten pro Tag: &lt;b&gt;%3 herunter&lt;/b&gt; und &lt;b&gt;%4 hoch&lt;/b&gt; pro Tag.</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Your daily caps keep it to that; without them it would be %1 units.</source>
+        <translation>Ihre Tageslimits begrenzen es darauf; ohne sie wären es %1 Einheiten.</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>measured on the GPU</source>
+        <translation>auf der GPU gemessen</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>an estimate for %1 CPU threads, not measured</source>
+        <translation>eine Schätzung für %1 CPU-Threads, nicht gemessen</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>the GPU&apos;s power limit; its sensor gave no reading</source>
+        <translation>das Leistungslimit der GPU; ihr Sensor lieferte keinen Wert</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Training draws about %1 W (%2): about &lt;b&gt;%3 kWh a day&lt;/b&gt;</source>
+        <translation>Das Training braucht etwa %1 W (%2): etwa &lt;b&gt;%3 kWh am Tag&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>, which costs about &lt;b&gt;%1&lt;/b&gt; a day at %2 per kWh.</source>
+        <translation>, was bei %2 pro kWh etwa &lt;b&gt;%1&lt;/b&gt; am Tag kostet.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>. Enter your electricity price to see what that costs.</source>
+        <translation>. Geben Sie Ihren Strompreis ein, um zu sehen, was das kostet.</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>not known: the coordinator does not say how it sizes work units</source>
+        <translation>nicht bekannt: der Koordinator sagt nicht, wie er Arbeitseinheiten bemisst</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>not known until this device&apos;s speed is measured (after its first work unit)</source>
+        <translation>nicht bekannt, bis die Geschwindigkeit dieses Geräts gemessen ist (nach seiner ersten Arbeitseinheit)</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>about %1 work units: %2 down, %3 up</source>
+        <translation>etwa %1 Arbeitseinheiten: %2 herunter, %3 hoch</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>, %1 kWh</source>
+        <translation>, %1 kWh</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source> (%1)</source>
+        <translation> (%1)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>, held to that by your daily caps</source>
+        <translation>, begrenzt durch Ihre Tageslimits</translation>
+    </message>
+</context>
+<context>
     <name>tandem::ui::DBusIdleSource</name>
     <message>
         <location filename="../idle_dbus.cpp" line="+35"/>
@@ -532,7 +660,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::FirstRunWizard</name>
     <message>
-        <location filename="../wizard.cpp" line="+49"/>
+        <location filename="../wizard.cpp" line="+50"/>
         <source> GB per day</source>
         <translation> GB pro Tag</translation>
     </message>
@@ -638,11 +766,16 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+2"/>
-        <source>Tandem measures the link to the coordinator (about 12 MB, up to 20 seconds), to work out what joining costs.</source>
-        <translation>Tandem misst die Verbindung zum Koordinator (etwa 12 MB, bis zu 20 Sekunden), um zu berechnen, was die Teilnahme kostet.</translation>
+        <source>Tandem measures the link to the coordinator (about 12 MB, up to 20 seconds) and how fast your device trains the run&apos;s model (a few seconds), to work out what joining costs.</source>
+        <translation>Tandem misst die Verbindung zum Koordinator (etwa 12 MB, bis zu 20 Sekunden) und wie schnell Ihr Gerät das Modell des Laufs trainiert (einige Sekunden), um zu berechnen, was die Teilnahme kostet.</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+199"/>
+        <source>Training speed: %1 tokens/s on %2</source>
+        <translation>Trainingsgeschwindigkeit: %1 Tokens/s auf %2</translation>
+    </message>
+    <message>
+        <location line="-193"/>
         <source>&amp;Measure again</source>
         <translation>Erneut &amp;messen</translation>
     </message>
@@ -672,7 +805,22 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Tägliche &amp;Download-Grenze:</translation>
     </message>
     <message>
+        <location line="+6"/>
+        <source> per kWh</source>
+        <translation> pro kWh</translation>
+    </message>
+    <message>
         <location line="+1"/>
+        <source>not given</source>
+        <translation>nicht angegeben</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>&amp;Electricity price:</source>
+        <translation>&amp;Strompreis:</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>Only when I am not using the computer (idle for 5 min)</source>
         <translation>Nur, wenn ich den Computer nicht benutze (5 min im Leerlauf)</translation>
     </message>
@@ -722,7 +870,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Misst die Verbindung zu %1 …</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location line="+26"/>
         <source>The measurement failed: %1
 
 Check the address on the previous page, or continue: Tandem can measure again later from its Network page.</source>
@@ -738,41 +886,6 @@ Latency: %3 ms</source>
         <translation>Download: %1 Mbit/s
 Upload: %2 Mbit/s
 Latenz: %3 ms</translation>
-    </message>
-    <message>
-        <location line="+26"/>
-        <source>The run&apos;s model size is not known (%1), so the costs cannot be worked out yet. Set limits below if your connection is metered.</source>
-        <translation>Die Modellgröße des Laufs ist nicht bekannt (%1), daher lassen sich die Kosten noch nicht berechnen. Legen Sie unten Grenzen fest, wenn Ihre Verbindung nach Volumen abgerechnet wird.</translation>
-    </message>
-    <message>
-        <location line="+2"/>
-        <source>the coordinator did not answer</source>
-        <translation>der Koordinator hat nicht geantwortet</translation>
-    </message>
-    <message>
-        <location line="+10"/>
-        <source>The run trains a model of %1 parameters (%2). Each work unit downloads %3 and uploads %4.</source>
-        <translation>Der Lauf trainiert ein Modell mit %1 Parametern (%2). Jede Arbeitseinheit lädt %3 herunter und %4 hoch.</translation>
-    </message>
-    <message>
-        <location line="+7"/>
-        <source>Training a unit needs about &lt;b&gt;%1&lt;/b&gt; of memory on a CPU, or %2 of GPU memory and %3 of RAM on a GPU; a device with less is not given work.</source>
-        <translation>Das Training einer Einheit braucht etwa &lt;b&gt;%1&lt;/b&gt; Speicher auf einer CPU, oder %2 GPU-Speicher und %3 Arbeitsspeicher auf einer GPU; ein Gerät mit weniger bekommt keine Arbeit.</translation>
-    </message>
-    <message>
-        <location line="+7"/>
-        <source>At your measured speed a work unit takes about &lt;b&gt;%1&lt;/b&gt;: %2 to download, about %3 of training (the coordinator sizes units to your device) and %4 to upload while the next one trains.</source>
-        <translation>Bei Ihrer gemessenen Geschwindigkeit dauert eine Arbeitseinheit etwa &lt;b&gt;%1&lt;/b&gt;: %2 Download, etwa %3 Training (der Koordinator bemisst die Einheiten nach Ihrem Gerät) und %4 Upload, während die nächste trainiert.</translation>
-    </message>
-    <message>
-        <location line="+11"/>
-        <source>Working %1 hours a day, that is about %2 units a day: &lt;b&gt;%3 down&lt;/b&gt; and &lt;b&gt;%4 up&lt;/b&gt; per day.</source>
-        <translation>Bei %1 Stunden Arbeit am Tag sind das etwa %2 Einheiten pro Tag: &lt;b&gt;%3 herunter&lt;/b&gt; und &lt;b&gt;%4 hoch&lt;/b&gt; pro Tag.</translation>
-    </message>
-    <message>
-        <location line="+7"/>
-        <source>The connection was not measured, so the time per unit and the data per day are not known yet.</source>
-        <translation>Die Verbindung wurde nicht gemessen, daher sind die Zeit pro Einheit und die Daten pro Tag noch nicht bekannt.</translation>
     </message>
 </context>
 <context>
@@ -1136,7 +1249,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::OverviewPage</name>
     <message>
-        <location filename="../overview_page.cpp" line="+36"/>
+        <location filename="../overview_page.cpp" line="+38"/>
         <source>State icon</source>
         <translation>Zustandssymbol</translation>
     </message>
@@ -1204,6 +1317,11 @@ Latenz: %3 ms</translation>
         <location line="+1"/>
         <source>So far:</source>
         <translation>Bisher:</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>A day costs:</source>
+        <translation>Ein Tag kostet:</translation>
     </message>
     <message>
         <location line="+36"/>
