@@ -64,6 +64,33 @@ inline std::vector<std::string> corpusArgs(const fs::path& dir) {
     return {file.string()};
 }
 
+// SELECT over an SQLite file, read-only (WAL lets it read while its owner writes); every
+// column as text, no rows when the file cannot be opened.
+inline std::vector<std::vector<std::string>> sqliteQuery(const fs::path& file,
+                                                         const std::string& sql) {
+    std::vector<std::vector<std::string>> rows;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+        sqlite3_close(db);
+        return rows;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            std::vector<std::string> row;
+            for (int i = 0; i < sqlite3_column_count(st); ++i) {
+                auto t = sqlite3_column_text(st, i);
+                row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+            }
+            rows.push_back(row);
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+}
+
 class Coordinator {
   public:
     QProcess process;
@@ -127,28 +154,7 @@ class Coordinator {
 
     // SELECT over coordinator.db (read-only; WAL lets it read while the server writes).
     std::vector<std::vector<std::string>> query(const std::string& sql) const {
-        std::vector<std::vector<std::string>> rows;
-        sqlite3* db = nullptr;
-        if (sqlite3_open_v2((stateDir / "coordinator.db").c_str(), &db, SQLITE_OPEN_READONLY,
-                            nullptr) != SQLITE_OK) {
-            sqlite3_close(db);
-            return rows;
-        }
-        sqlite3_busy_timeout(db, 5000);
-        sqlite3_stmt* st = nullptr;
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK) {
-            while (sqlite3_step(st) == SQLITE_ROW) {
-                std::vector<std::string> row;
-                for (int i = 0; i < sqlite3_column_count(st); ++i) {
-                    auto t = sqlite3_column_text(st, i);
-                    row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
-                }
-                rows.push_back(row);
-            }
-        }
-        sqlite3_finalize(st);
-        sqlite3_close(db);
-        return rows;
+        return sqliteQuery(stateDir / "coordinator.db", sql);
     }
 };
 

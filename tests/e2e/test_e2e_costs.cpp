@@ -19,26 +19,7 @@ namespace {
 
 // SELECT over a worker's ledger.db (read-only, beside the running worker).
 std::vector<std::vector<std::string>> ledgerQuery(const fs::path& dataDir, const std::string& sql) {
-    std::vector<std::vector<std::string>> rows;
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2((dataDir / "ledger.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) ==
-        SQLITE_OK) {
-        sqlite3_busy_timeout(db, 5000);
-        sqlite3_stmt* st = nullptr;
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK) {
-            while (sqlite3_step(st) == SQLITE_ROW) {
-                std::vector<std::string> row;
-                for (int i = 0; i < sqlite3_column_count(st); ++i) {
-                    auto t = sqlite3_column_text(st, i);
-                    row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
-                }
-                rows.push_back(row);
-            }
-        }
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return rows;
+    return sqliteQuery(dataDir / "ledger.db", sql);
 }
 
 double ratio(double measured, double estimated) {
