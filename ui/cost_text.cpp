@@ -86,7 +86,7 @@ QString CostText::describe(const CostFacts& f) {
                           "than a unit takes to train: your upload sets the pace.")
                            .arg(seconds(c.uploadSecondsPerUnit))
                      : tr("With your connection a unit takes about <b>%1</b> in all, %2 of it "
-                          "downloading; its %3 upload runs while the next unit trains.")
+                          "downloading; its upload (%3) runs while the next unit trains.")
                            .arg(seconds(c.secondsPerUnit), seconds(c.downloadSecondsPerUnit),
                                 seconds(c.uploadSecondsPerUnit)));
     } else {

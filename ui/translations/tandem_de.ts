@@ -555,8 +555,8 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+3"/>
-        <source>With your connection a unit takes about &lt;b&gt;%1&lt;/b&gt; in all, %2 of it downloading; its %3 upload runs while the next unit trains.</source>
-        <translation>Mit Ihrer Verbindung dauert eine Einheit insgesamt etwa &lt;b&gt;%1&lt;/b&gt;, davon %2 Download; ihr Upload von %3 läuft, während die nächste Einheit trainiert.</translation>
+        <source>With your connection a unit takes about &lt;b&gt;%1&lt;/b&gt; in all, %2 of it downloading; its upload (%3) runs while the next unit trains.</source>
+        <translation>Mit Ihrer Verbindung dauert eine Einheit insgesamt etwa &lt;b&gt;%1&lt;/b&gt;, davon %2 Download; ihr Upload (%3) läuft, während die nächste Einheit trainiert.</translation>
     </message>
     <message>
         <location line="+5"/>
