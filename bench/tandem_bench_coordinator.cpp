@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -230,7 +231,18 @@ int main(int argc, char** argv) {
     const auto beats = phase("heartbeat", [&] { return load.heartbeats(seconds); });
     const int64_t rssBeforeUploads = process->figures().rssBytes;
     int peakInFlight = 0;
+    // VmRSS sampled while the uploads arrive: VmHWM at the end also holds the round close.
+    std::atomic<bool> uploading{true};
+    std::atomic<int64_t> rssUploading{rssBeforeUploads};
+    std::thread sampler([&] {
+        while (uploading) {
+            rssUploading = std::max<int64_t>(rssUploading, process->figures().rssBytes);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    });
     const auto uploads = phase("upload", [&] { return load.uploadAll(&peakInFlight); });
+    uploading = false;
+    sampler.join();
 
     // The round closes on the coordinator's ticker once all N results are in.
     std::string metrics;
@@ -249,10 +261,11 @@ int main(int argc, char** argv) {
 
     const int64_t errors = registered.errors + work.errors + beats.errors + uploads.errors;
     std::printf(
-        "uploads at once: %d (client side); round close %.3f s; coordinator peak RSS "
-        "%.1f MiB (%.1f MiB before the uploads), CPU %.1f s; load %s\n",
+        "uploads at once: %d (client side); round close %.3f s; coordinator peak RSS %.1f MiB "
+        "(%.1f MiB before the uploads, %.1f MiB while they arrived), CPU %.1f s; load %s\n",
         peakInFlight, roundCloseSeconds, static_cast<double>(end.peakRssBytes) / (1 << 20),
-        static_cast<double>(rssBeforeUploads) / (1 << 20), end.cpuSeconds, loadAfter.c_str());
+        static_cast<double>(rssBeforeUploads) / (1 << 20),
+        static_cast<double>(rssUploading.load()) / (1 << 20), end.cpuSeconds, loadAfter.c_str());
     for (const auto& e : load.errorSamples())
         std::printf("error: %s\n", e.c_str());
 
@@ -280,6 +293,7 @@ int main(int argc, char** argv) {
                             {"round_close_s", roundCloseSeconds},
                             {"peak_rss_bytes", end.peakRssBytes},
                             {"rss_before_uploads_bytes", rssBeforeUploads},
+                            {"peak_rss_uploading_bytes", rssUploading.load()},
                             {"coordinator_cpu_s", end.cpuSeconds},
                             {"errors", errors},
                             {"phases", phases}};
