@@ -41,7 +41,7 @@ Outcome<int64_t> ClientRegistry::authenticate(std::string_view authorization) {
     if (!authorization.starts_with(kPrefix) || authorization.size() > 200)
         return refuse(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
     const auto hash = net::sha256(authorization.substr(kPrefix.size()));
-    auto q = m_db.prepare("SELECT id FROM clients WHERE token_sha256 = ?");
+    auto q = m_db.prepareCached("SELECT id FROM clients WHERE token_sha256 = ?");
     if (!q)
         return internalError(q.error().message);
     q->bind(1, std::span<const uint8_t>(hash));
@@ -50,16 +50,19 @@ Outcome<int64_t> ClientRegistry::authenticate(std::string_view authorization) {
                       "the bearer token is not known to this coordinator; register again with "
                       "POST /v1/clients");
     const int64_t id = q->integer(0);
-    // last_seen is informational: written at most once a minute per client, not on every
-    // request (each write is a synced transaction).
-    int64_t& written = m_lastSeenWritten[id];
-    if (m_clock() - written >= 60) {
-        written = m_clock();
-        auto upd = m_db.prepare("UPDATE clients SET last_seen_unix = ? WHERE id = ?");
-        if (upd)
-            (void)upd->bind(1, written).bind(2, id).run();
-    }
+    m_lastSeen[id] = m_clock();  // informational: written in the next batch
     return id;
+}
+
+Status ClientRegistry::writeLastSeen() {
+    for (const auto& [id, unix] : m_lastSeen) {
+        auto upd = m_db.prepareCached("UPDATE clients SET last_seen_unix = ? WHERE id = ?");
+        if (!upd)
+            return upd.error();
+        if (auto st = upd->bind(1, unix).bind(2, id).run(); !st)
+            return st;
+    }
+    return {};
 }
 
 }  // namespace tandem::coord

@@ -13,21 +13,6 @@
 
 namespace tandem::coord {
 
-namespace {
-
-// Clients holding a unit with a live heartbeat.
-int64_t activeWorkers(Coordinator::Impl& c) {
-    auto a = c.db.prepare(
-        "SELECT COUNT(DISTINCT client_id) FROM work_units WHERE run_id = ? AND state = 'assigned' "
-        "AND heartbeat_unix >= ?");
-    if (!a)
-        return 0;
-    a->bind(1, c.runId).bind(2, c.now() - c.cfg.heartbeatTimeoutSeconds);
-    return a->step() ? a->integer(0) : 0;
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Startup
 
@@ -66,6 +51,8 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     impl->pendingRun = std::move(pending);
     if (auto st = impl->restore(); !st)
         return st.error();
+    if (auto st = impl->restoreLiveness(); !st)
+        return makeError("reading the assigned work units: " + st.error().message);
     auto* raw = impl.get();
     std::unique_ptr<Coordinator> c(new Coordinator(std::move(impl)));
     if (raw->cfg.backgroundThreads) {
@@ -88,6 +75,8 @@ Coordinator::~Coordinator() {
         m_impl->ticker.join();
     if (m_impl->validator.joinable())
         m_impl->validator.join();
+    std::lock_guard lock(m_impl->mu);
+    m_impl->flushLiveness();  // heartbeats since the last batch (unit_liveness.hpp)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,7 +202,7 @@ net::RunStatus Coordinator::status() {
     auto t = c.db.prepare("SELECT COALESCE(SUM(tokens), 0) FROM results");
     if (t && t->step())
         s.totalTokens = t->integer(0);
-    s.activeWorkers = static_cast<int>(activeWorkers(c));
+    s.activeWorkers = static_cast<int>(c.liveClients().size());
     if (auto newest = c.latestSamples(1); !newest.empty())
         s.latestSample = net::SampleSummary{newest[0].version, newest[0].prompt, newest[0].text};
     return s;
@@ -228,7 +217,7 @@ MetricsGauges Coordinator::Impl::metricsGauges() {
     g.model = run.model.describe();
     g.parameters = P;
     g.version = version;
-    g.activeWorkers = activeWorkers(*this);
+    g.activeWorkers = static_cast<int64_t>(liveClients().size());
     g.uploadsInFlight = uploadsTotal;
     g.uploadSlots = cfg.maxConcurrentUploads;
     g.roundQuorum = roundQuorum();

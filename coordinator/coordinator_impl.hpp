@@ -19,6 +19,7 @@
 #include "sqlite.hpp"
 #include "state_dir.hpp"
 #include "thread_pool.hpp"
+#include "unit_liveness.hpp"
 #include "upload_stream.hpp"
 #include "validation_loss.hpp"
 #include "work_assignment.hpp"
@@ -77,12 +78,11 @@ struct Coordinator::Impl {
     int64_t thetaNormVersion = -1;
     std::vector<float> lastOuterStep;
 
-    // Progress reported by heartbeats (work_limits.cpp): a unit's step and since when; in memory,
-    // so a restart gives every unit a fresh --stall-timeout.
-    struct Progress {
-        int64_t step = 0, since = 0;
-    };
-    std::map<int64_t, Progress> progressSeen;
+    // What heartbeats report (unit_liveness.hpp): in memory, written every
+    // kLivenessFlushSeconds; a restart gives every assigned unit a fresh grace period.
+    UnitLiveness liveness;
+    int64_t startedUnix = 0;  // a unit without a pulse counts as alive since then
+    int64_t livenessWrittenUnix = 0;
 
     // Uploads in progress.
     std::set<int64_t> uploading;  // work unit ids
@@ -151,8 +151,17 @@ struct Coordinator::Impl {
 
     // newClientWorkUnits until a recent accepted result, then maxWorkUnitsPerClient.
     int workUnitLimit(int64_t clientId);
-    void noteProgress(int64_t workUnitId, int64_t step);
     void abandonStalled();  // units whose step has not advanced for stallTimeoutSeconds
+
+    // ---- liveness of assigned units (unit_liveness.cpp), mu held
+
+    // At start: every assigned unit alive from now (heartbeats of before are not kept).
+    Status restoreLiveness();
+    // Writes changed liveness and clients' last-seen times in one transaction.
+    void flushLiveness();
+    int64_t lastSignOfLife(int64_t workUnitId) const;
+    // Clients holding an assigned unit with a heartbeat within heartbeatTimeoutSeconds.
+    std::set<int64_t> liveClients();
 
     // ---- a client's held units (held_units.cpp), mu held
 

@@ -13,9 +13,15 @@ Outcome<net::HeldWorkUnits> Coordinator::Impl::heldWork(int64_t clientId) {
         return internalError(q.error().message);
     q->bind(1, clientId);
     net::HeldWorkUnits out;
-    while (q->step())
+    while (q->step()) {
         out.units.push_back({q->integer(0), q->text(1), q->integer(2), q->integer(3), q->integer(4),
                              q->integer(5)});
+        // The step and the heartbeat from memory (the database has them from the last batch).
+        if (const UnitPulse* p = liveness.find(q->integer(0))) {
+            out.units.back().lastStep = p->step;
+            out.units.back().heartbeatUnix = p->heartbeatUnix;
+        }
+    }
     return out;
 }
 

@@ -62,12 +62,7 @@ const std::string& Coordinator::Impl::publicPage() {
                 v.losses.push_back({q->integer(0), q->real(1)});
         }
     }
-    if (auto a = db.prepare("SELECT COUNT(DISTINCT client_id) FROM work_units WHERE run_id = ? "
-                            "AND state = 'assigned' AND heartbeat_unix >= ?")) {
-        a->bind(1, runId).bind(2, v.builtUnix - cfg.heartbeatTimeoutSeconds);
-        if (a->step())
-            v.activeDonors = a->integer(0);
-    }
+    v.activeDonors = static_cast<int64_t>(liveClients().size());
     if (auto newest = latestSamples(1); !newest.empty())
         v.sample = net::SampleSummary{newest[0].version, newest[0].prompt, newest[0].text};
     if (auto b = board.board(runId, std::nullopt); b.ok())

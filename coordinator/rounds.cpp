@@ -131,43 +131,47 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
 int64_t Coordinator::Impl::roundQuorum() {
     if (!cfg.quorumOfActiveWorkers)
         return cfg.quorum;
-    auto q = db.prepare(
-        "SELECT COUNT(*) FROM (SELECT client_id FROM work_units WHERE run_id = ? AND state = "
-        "'assigned' AND heartbeat_unix >= ? UNION SELECT w.client_id FROM results s JOIN "
-        "work_units w ON w.id = s.work_unit_id WHERE w.run_id = ? AND s.round = ?)");
-    int64_t active = 0;
+    // Clients with a live unit (heartbeats in memory) and those that reported to the round.
+    std::set<int64_t> active = liveClients();
+    auto q = db.prepareCached(
+        "SELECT DISTINCT w.client_id FROM results s JOIN work_units w ON w.id = s.work_unit_id "
+        "WHERE w.run_id = ? AND s.round = ?");
     if (q) {
-        q->bind(1, runId)
-            .bind(2, now() - cfg.heartbeatTimeoutSeconds)
-            .bind(3, runId)
-            .bind(4, version);
-        if (q->step())
-            active = q->integer(0);
+        q->bind(1, runId).bind(2, version);
+        while (q->step())
+            active.insert(q->integer(0));
     }
-    return std::max<int64_t>(cfg.quorum, active);
+    return std::max<int64_t>(cfg.quorum, static_cast<int64_t>(active.size()));
 }
 
 void Coordinator::Impl::abandonTimedOut() {
     const int64_t t = now();
-    auto q = db.prepare(
-        "SELECT id, heartbeat_unix, deadline_unix FROM work_units WHERE run_id = ? AND state = "
-        "'assigned' AND (heartbeat_unix < ? OR deadline_unix < ?)");
+    auto q = db.prepareCached(
+        "SELECT id, deadline_unix FROM work_units WHERE run_id = ? AND state = 'assigned'");
     if (!q)
         return;
-    q->bind(1, runId).bind(2, t - cfg.heartbeatTimeoutSeconds).bind(3, t);
+    q->bind(1, runId);
+    std::set<int64_t> assigned;
     std::vector<std::pair<int64_t, std::string>> victims;
     while (q->step()) {
         const int64_t id = q->integer(0);
+        assigned.insert(id);
+        const int64_t heartbeat = lastSignOfLife(id);  // in memory (unit_liveness.hpp)
         if (uploading.count(id))
             continue;  // its result is arriving
-        std::string why = q->integer(2) < t
-                              ? "its deadline passed"
-                              : "no heartbeat for " + std::to_string(t - q->integer(1)) + " s";
-        victims.emplace_back(id, why + "; its data was reassigned");
+        if (q->integer(1) < t)
+            victims.emplace_back(id, "its deadline passed; its data was reassigned");
+        else if (heartbeat < t - cfg.heartbeatTimeoutSeconds)
+            victims.emplace_back(id, "no heartbeat for " + std::to_string(t - heartbeat) +
+                                         " s; its data was reassigned");
     }
+    if (!q->status())
+        return;  // a failed read must not drop the liveness of units it did not list
+    liveness.retain(assigned);
     for (auto& [id, why] : victims) {
         if (abandonWorkUnit(db, runId, id, why))
             metrics.countAbandoned("timeout", db.changes());
+        liveness.forget(id);
         log("work unit " + std::to_string(id) + " abandoned: " + why);
     }
 }
@@ -190,6 +194,8 @@ void Coordinator::Impl::tick() {
         return;
     abandonTimedOut();
     abandonStalled();
+    if (now() - livenessWrittenUnix >= kLivenessFlushSeconds)
+        flushLiveness();
     auto q =
         db.prepare("SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
     if (!q)

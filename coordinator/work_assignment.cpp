@@ -54,8 +54,8 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t cli
     using Answer = Outcome<WorkOffer>;
     // The newest unit of this request: an earlier one may have been abandoned since.
     auto q = db.prepare(
-        "SELECT id, state, manifest_json FROM work_units WHERE client_id = ? AND request_id = ? "
-        "ORDER BY id DESC LIMIT 1");
+        "SELECT id, state, manifest_json, inner_steps FROM work_units WHERE client_id = ? AND "
+        "request_id = ? ORDER BY id DESC LIMIT 1");
     if (!q)
         return Answer(internalError(q.error().message));
     q->bind(1, clientId).bind(2, requestId);
@@ -67,12 +67,7 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t cli
         return Answer(internalError("the stored manifest of work unit " + std::to_string(wuId) +
                                     " cannot be read: " + m.error().message));
     // Asking again is a sign of life: the unit's lease starts over.
-    auto upd = db.prepare("UPDATE work_units SET heartbeat_unix = ? WHERE id = ?");
-    if (!upd)
-        return Answer(internalError(upd.error().message));
-    upd->bind(1, now()).bind(2, wuId);
-    if (auto st = upd->run(); !st)
-        return Answer(internalError(st.error().message));
+    liveness.touch(wuId, clientId, q->integer(3), now());
     log("work unit " + std::to_string(wuId) + " -> client " + std::to_string(clientId) +
         " again (its request was repeated)");
     WorkOffer offer;
@@ -267,6 +262,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     }
     if (auto st = tx.commit(); !st)
         return internalError(st.error().message);
+    liveness.touch(wuId, clientId, H, nowUnix);
     log("work unit " + std::to_string(wuId) + " -> client " + std::to_string(clientId) +
         ": version " + std::to_string(version) + ", H=" + std::to_string(H) +
         (shard.tokens.width == 1 ? ", bytes ["
@@ -280,9 +276,10 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
 
 Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64_t workUnitId,
                                                          const net::ProgressReport& rep) {
-    auto q = db.prepare(
-        "SELECT client_id, state, base_version, COALESCE(abandon_reason, '') FROM work_units "
-        "WHERE id = ?");
+    // Read only: a heartbeat writes nothing to the database (unit_liveness.hpp).
+    auto q = db.prepareCached(
+        "SELECT client_id, state, base_version, COALESCE(abandon_reason, ''), inner_steps FROM "
+        "work_units WHERE id = ?");
     if (!q)
         return internalError(q.error().message);
     q->bind(1, workUnitId);
@@ -310,22 +307,13 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
                        std::to_string(cfg.maxStaleness) + ")";
         if (abandonWorkUnit(db, runId, workUnitId, reply.reason))
             metrics.countAbandoned("stale", db.changes());
+        liveness.forget(workUnitId);
         return reply;
     }
-    auto upd = db.prepare(
-        "UPDATE work_units SET heartbeat_unix = ?, last_step = ?, last_loss = ?, "
-        "tokens_per_second = ? WHERE id = ?");
-    if (!upd)
-        return internalError(upd.error().message);
-    upd->bind(1, now())
-        .bind(2, rep.step)
-        .bind(3, static_cast<double>(rep.loss))
-        .bind(4, rep.tokensPerSecond)
-        .bind(5, workUnitId);
-    if (auto st = upd->run(); !st)
-        return internalError(st.error().message);
+    const int64_t t = now();
+    liveness.touch(workUnitId, clientId, q->integer(4), t);
+    liveness.report(workUnitId, rep.step, static_cast<double>(rep.loss), rep.tokensPerSecond, t);
     metrics.countHeartbeat();
-    noteProgress(workUnitId, rep.step);
     return reply;
 }
 

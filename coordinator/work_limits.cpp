@@ -19,41 +19,26 @@ int Coordinator::Impl::workUnitLimit(int64_t clientId) {
     return std::min(cfg.maxWorkUnitsPerClient, std::max(1, cfg.newClientWorkUnits));
 }
 
-void Coordinator::Impl::noteProgress(int64_t workUnitId, int64_t step) {
-    auto [it, fresh] = progressSeen.try_emplace(workUnitId, Progress{step, now()});
-    if (!fresh && step > it->second.step)
-        it->second = Progress{step, now()};
-}
-
 void Coordinator::Impl::abandonStalled() {
-    if (cfg.stallTimeoutSeconds <= 0 || progressSeen.empty())
+    if (cfg.stallTimeoutSeconds <= 0)
         return;
+    // The liveness table holds the assigned units (tick() retained them just before).
     const int64_t t = now();
     std::vector<std::pair<int64_t, std::string>> victims;
-    for (auto it = progressSeen.begin(); it != progressSeen.end();) {
-        // Every tick, for every unit that reported: prepared once, kept by the database.
-        auto q = db.prepareCached("SELECT state, inner_steps FROM work_units WHERE id = ?");
-        if (!q)
-            return;
-        q->bind(1, it->first);
-        if (!q->step() || q->text(0) != "assigned") {
-            it = progressSeen.erase(it);  // finished or abandoned: nothing to watch
-            continue;
-        }
+    for (const auto& [id, p] : liveness.units()) {
         // A trained result waiting behind other uploads reports its last step, which cannot go
         // up: it is not stalled (its heartbeats alone decide, as for any other unit).
-        const bool trained = it->second.step >= q->integer(1);
-        if (!trained && t - it->second.since >= cfg.stallTimeoutSeconds &&
-            !uploading.count(it->first))
-            victims.emplace_back(
-                it->first, "heartbeats without progress for " +
-                               std::to_string(t - it->second.since) + " s (still at step " +
-                               std::to_string(it->second.step) + "); its data was reassigned");
-        ++it;
+        const bool trained = p.bestStep >= p.innerSteps;
+        if (p.reported && !trained && t - p.bestStepSinceUnix >= cfg.stallTimeoutSeconds &&
+            !uploading.count(id))
+            victims.emplace_back(id, "heartbeats without progress for " +
+                                         std::to_string(t - p.bestStepSinceUnix) +
+                                         " s (still at step " + std::to_string(p.bestStep) +
+                                         "); its data was reassigned");
     }
     for (auto& [id, why] : victims) {
         (void)abandonWorkUnit(db, runId, id, why);
-        progressSeen.erase(id);
+        liveness.forget(id);
         log("work unit " + std::to_string(id) + " abandoned: " + why);
     }
 }

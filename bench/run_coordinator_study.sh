@@ -1,0 +1,33 @@
+#!/bin/sh
+# The runs of docs/benchmarks.md, "Coordinator under load": tandem-bench-coordinator against this
+# build's coordinator and, as "before", another build's (OLD, e.g. main's before a change).
+# Usage: run_coordinator_study.sh BUILD_DIR OUT_DIR [OLD_COORDINATOR] [REPEATS]
+set -eu
+build=$1
+out=$2
+old=${3:-}
+repeats=${4:-3}
+bench="$build/bench/tandem-bench-coordinator"
+mkdir -p "$out"
+run() {  # name, then the options
+    name=$1
+    shift
+    echo "== $name: $*"
+    nice -n 10 "$bench" "$@" --json "$out/$name.json" | tail -n 7
+}
+for r in $(seq "$repeats"); do
+    # Heartbeats, 100 workers: this build against the old one, interleaved.
+    run "hb100-new-$r" --workers 100 --seconds 10
+    [ -n "$old" ] && run "hb100-old-$r" --workers 100 --seconds 10 --coordinator "$old"
+    # 1,000 workers, a whole round.
+    run "w1000-new-$r" --workers 1000 --seconds 10 --uploaders 16
+    [ -n "$old" ] && run "w1000-old-$r" --workers 1000 --seconds 10 --uploaders 16 \
+        --coordinator "$old"
+done
+# Peak RSS against uploads at once: slow uplinks (1 MB/s each) on the `small` model.
+for r in $(seq 2); do
+    for k in 1 4 16 64; do
+        run "rss-small-$k-$r" --model small --workers "$k" --uploaders "$k" --max-uploads "$k" \
+            --http-threads $((k + 16)) --seconds 1 --upload-rate 1000000
+    done
+done
