@@ -6,6 +6,7 @@
 #include "cuda/devices.hpp"
 #include "engine_wiring.hpp"
 #include "memory_estimate.hpp"
+#include "net_coordinator_api.hpp"
 #include "platform_probe.hpp"
 #include "registration_file.hpp"
 #include "unit_files.hpp"
@@ -89,6 +90,7 @@ ui::BandwidthReport DesktopServices::measureBandwidth(const core::Settings& sett
     auto sample = net::probeBandwidth(**http, config);
     if (!sample) {
         r.error = q(sample.error().message);
+        r.problem = core::toApiFailure(sample.error()).problem;
         return r;
     }
     r.ok = true;

@@ -19,6 +19,10 @@ int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeco
         std::clamp<double>(std::floor(steps), run.minInnerSteps, run.innerSteps));
 }
 
+int minResultSteps(const RunSettings& run, int innerSteps) {
+    return std::clamp(run.minInnerSteps, 1, std::max(1, innerSteps));
+}
+
 int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes) {
     const int64_t tokensPerStep = int64_t{run.batch} * run.seqLen;
     return std::min<int64_t>(
@@ -284,8 +288,8 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
 Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64_t workUnitId,
                                                          const net::ProgressReport& rep) {
     auto q = db.prepare(
-        "SELECT client_id, state, base_version, COALESCE(abandon_reason, '') FROM work_units "
-        "WHERE id = ?");
+        "SELECT client_id, state, base_version, COALESCE(abandon_reason, ''), inner_steps FROM "
+        "work_units WHERE id = ?");
     if (!q)
         return internalError(q.error().message);
     q->bind(1, workUnitId);
@@ -295,6 +299,7 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
     const int64_t base = q->integer(2);
     const std::string reason = q->text(3);
     net::ProgressReply reply;
+    reply.minSteps = minResultSteps(run, static_cast<int>(q->integer(4)));
     if (state == "accepted") {
         reply.action = "abandon";
         reply.reason = "the result of this work unit was already accepted";

@@ -4,7 +4,7 @@
 <context>
     <name>QObject</name>
     <message>
-        <location filename="../../app/tandem_main.cpp" line="+265"/>
+        <location filename="../../app/tandem_main.cpp" line="+259"/>
         <location line="+48"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
@@ -25,7 +25,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>main</name>
     <message>
-        <location line="-144"/>
+        <location line="-138"/>
         <source>Donate this computer&apos;s spare GPU time to the training of an open language model.</source>
         <translation>Spenden Sie die freie GPU-Zeit dieses Computers für das Training eines offenen Sprachmodells.</translation>
     </message>
@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+45"/>
+        <location filename="../../app/desktop_services.cpp" line="+46"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -97,7 +97,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui</name>
     <message>
-        <location filename="../state_view.cpp" line="+35"/>
+        <location filename="../state_view.cpp" line="+84"/>
         <source>Not connected</source>
         <translation>Nicht verbunden</translation>
     </message>
@@ -162,12 +162,52 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Wartet: %1</translation>
     </message>
     <message>
+        <location line="-86"/>
+        <source>soon</source>
+        <translation>bald</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Can&apos;t reach the training server; retrying at %1</source>
+        <translation>Trainingsserver nicht erreichbar; neuer Versuch um %1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The training server is busy; retrying at %1</source>
+        <translation>Der Trainingsserver ist ausgelastet; neuer Versuch um %1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Needs attention: the server&apos;s key does not match the pin in Settings</source>
+        <translation>Handlungsbedarf: Der Schlüssel des Servers passt nicht zum festgelegten Schlüssel in den Einstellungen</translation>
+    </message>
+    <message>
         <location line="+4"/>
-        <source>Error: %1</source>
-        <translation>Fehler: %1</translation>
+        <source>Needs attention: the server&apos;s certificate is not trusted</source>
+        <translation>Handlungsbedarf: Dem Zertifikat des Servers wird nicht vertraut</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Needs attention: the training server refused this computer</source>
+        <translation>Handlungsbedarf: Der Trainingsserver hat diesen Computer abgewiesen</translation>
     </message>
     <message>
         <location line="+5"/>
+        <source>Needs attention: this Tandem and the server&apos;s do not match; update Tandem</source>
+        <translation>Handlungsbedarf: Diese Tandem-Version passt nicht zu der des Servers; aktualisieren Sie Tandem</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Needs attention: the disk with Tandem&apos;s data is full</source>
+        <translation>Handlungsbedarf: Der Datenträger mit Tandems Daten ist voll</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Something went wrong; retrying at %1</source>
+        <translation>Etwas ist schiefgegangen; neuer Versuch um %1</translation>
+    </message>
+    <message>
+        <location line="+56"/>
         <source>Stopped</source>
         <translation>Angehalten</translation>
     </message>
@@ -192,12 +232,17 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>pausiert nach dieser Einheit</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+4"/>
         <source>next: %1</source>
         <translation>als Nächstes: %1</translation>
     </message>
     <message>
-        <location line="+54"/>
+        <location line="+3"/>
+        <source>Tandem: %1</source>
+        <translation>Tandem: %1</translation>
+    </message>
+    <message>
+        <location line="+70"/>
         <source>Assigned</source>
         <translation>Zugeteilt</translation>
     </message>
@@ -247,7 +292,42 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Aufgegeben</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
+        <source>This computer was paused, asleep or offline for longer than the training server keeps a work unit, before enough of it was trained to send.</source>
+        <translation>Dieser Computer war länger pausiert, im Ruhezustand oder offline, als der Trainingsserver eine Arbeitseinheit aufbewahrt, bevor genug davon trainiert war, um es zu senden.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The training moved on while this work unit waited, so its result would no longer count.</source>
+        <translation>Das Training ist weitergegangen, während diese Arbeitseinheit wartete; ihr Ergebnis würde nicht mehr zählen.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The training server saw no progress on this work unit for too long.</source>
+        <translation>Der Trainingsserver hat zu lange keinen Fortschritt dieser Arbeitseinheit gesehen.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Given back to the training server: this computer could not continue it.</source>
+        <translation>An den Trainingsserver zurückgegeben: Dieser Computer konnte sie nicht fortsetzen.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The training server no longer kept this work unit for this computer.</source>
+        <translation>Der Trainingsserver hat diese Arbeitseinheit nicht mehr für diesen Computer bereitgehalten.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Its result had already been counted.</source>
+        <translation>Ihr Ergebnis war bereits gezählt.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The training server gave this work unit up (the log says why).</source>
+        <translation>Der Trainingsserver hat diese Arbeitseinheit aufgegeben (der Grund steht im Protokoll).</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>under 1 s</source>
         <translation>unter 1 s</translation>
     </message>
@@ -275,13 +355,13 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::AppActions</name>
     <message>
-        <location filename="../app_actions.cpp" line="+16"/>
-        <location line="+49"/>
+        <location filename="../app_actions.cpp" line="+17"/>
+        <location line="+51"/>
         <source>&amp;Pause</source>
         <translation>&amp;Pause</translation>
     </message>
     <message>
-        <location line="-47"/>
+        <location line="-49"/>
         <source>Snooze for &amp;1 hour</source>
         <translation>&amp;1 Stunde ruhen</translation>
     </message>
@@ -297,11 +377,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+1"/>
+        <location line="+53"/>
         <source>&amp;Finish current unit, then pause</source>
         <translation>Aktuelle Einheit &amp;beenden, dann pausieren</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="-51"/>
         <source>&amp;Open Tandem</source>
         <translation>Tandem ö&amp;ffnen</translation>
     </message>
@@ -316,9 +397,19 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>B&amp;eenden</translation>
     </message>
     <message>
-        <location line="+38"/>
+        <location line="+40"/>
         <source>&amp;Resume</source>
         <translation>&amp;Fortsetzen</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>&amp;Pause now</source>
+        <translation>Jetzt &amp;pausieren</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>&amp;Finish this unit first (about %1)</source>
+        <translation>Erst diese Einheit &amp;fertigstellen (etwa %1)</translation>
     </message>
 </context>
 <context>
@@ -376,12 +467,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     <message>
         <location line="+3"/>
         <location line="+14"/>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Tokens</source>
         <translation>Tokens</translation>
     </message>
     <message>
-        <location line="-27"/>
+        <location line="-28"/>
         <source>GPU-hours</source>
         <translation>GPU-Stunden</translation>
     </message>
@@ -401,7 +492,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Beiträge pro Tag</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+17"/>
         <source>Work units</source>
         <translation>Arbeitseinheiten</translation>
     </message>
@@ -421,19 +512,19 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Zustand</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+0"/>
         <source>Loss (first → last)</source>
         <translation>Loss (erster → letzter)</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="+1"/>
         <source>Device</source>
         <translation>Gerät</translation>
     </message>
     <message>
         <location line="+0"/>
-        <source>Receipt</source>
-        <translation>Quittung</translation>
+        <source>Receipt, or why it did not count</source>
+        <translation>Quittung, oder warum sie nicht zählte</translation>
     </message>
     <message>
         <location line="+24"/>
@@ -461,17 +552,22 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>%1 trainiert, %2 angenommen, %3 warten auf eine Quittung</translation>
     </message>
     <message>
-        <location line="+71"/>
+        <location line="+73"/>
+        <source>%1 (partial: %2 of %3 steps)</source>
+        <translation>%1 (teilweise: %2 von %3 Schritten)</translation>
+    </message>
+    <message>
+        <location line="+12"/>
         <source>round %1, weight %2, credit %3, %4</source>
         <translation>Runde %1, Gewicht %2, Guthaben %3, %4</translation>
     </message>
     <message>
-        <location line="+30"/>
+        <location line="+33"/>
         <source>Asking the coordinator for your rank…</source>
         <translation>Der Koordinator wird nach Ihrem Rang gefragt …</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+16"/>
         <source>Your rank is not available right now: the coordinator cannot be reached (%1). Tandem asks again later.</source>
         <translation>Ihr Rang ist gerade nicht verfügbar: Der Koordinator ist nicht erreichbar (%1). Tandem fragt später erneut.</translation>
     </message>
@@ -632,7 +728,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Name und Team erscheinen auf der öffentlichen Seite des Laufs und in der Bestenliste; lassen Sie sie leer, um anonym zu bleiben.</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+10"/>
         <source>Your connection</source>
         <translation>Ihre Verbindung</translation>
     </message>
@@ -722,7 +818,25 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Misst die Verbindung zu %1 …</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location line="+21"/>
+        <source>The coordinator&apos;s key does not match the pinned key you entered, so Tandem cannot trust it. Go back and correct the pin (the coordinator prints it at start), or leave it empty for a coordinator with a certificate from a known authority.
+
+%1</source>
+        <translation>Der Schlüssel des Koordinators passt nicht zum eingegebenen festgelegten Schlüssel, daher kann Tandem ihm nicht vertrauen. Gehen Sie zurück und korrigieren Sie ihn (der Koordinator gibt ihn beim Start aus), oder lassen Sie das Feld leer bei einem Koordinator mit einem Zertifikat einer bekannten Zertifizierungsstelle.
+
+%1</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>The coordinator&apos;s certificate is not trusted. Go back and enter its pinned key (the coordinator prints it at start).
+
+%1</source>
+        <translation>Dem Zertifikat des Koordinators wird nicht vertraut. Gehen Sie zurück und geben Sie seinen festgelegten Schlüssel ein (der Koordinator gibt ihn beim Start aus).
+
+%1</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>The measurement failed: %1
 
 Check the address on the previous page, or continue: Tandem can measure again later from its Network page.</source>
@@ -877,7 +991,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="+28"/>
+        <location filename="../main_window.cpp" line="+29"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
@@ -957,7 +1071,7 @@ Latenz: %3 ms</translation>
         <translation>Tandem – %1</translation>
     </message>
     <message>
-        <location line="+41"/>
+        <location line="+43"/>
         <source>About Tandem</source>
         <translation>Über Tandem</translation>
     </message>
@@ -1136,12 +1250,28 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::OverviewPage</name>
     <message>
-        <location filename="../overview_page.cpp" line="+36"/>
+        <location filename="../overview_page.cpp" line="+38"/>
         <source>State icon</source>
         <translation>Zustandssymbol</translation>
     </message>
     <message>
         <location line="+21"/>
+        <source>Open Settings…</source>
+        <translation>Einstellungen öffnen…</translation>
+    </message>
+    <message>
+        <location line="+21"/>
+        <source>Pause now</source>
+        <translation>Jetzt pausieren</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <location line="+104"/>
+        <source>Finish this unit first</source>
+        <translation>Erst diese Einheit fertigstellen</translation>
+    </message>
+    <message>
+        <location line="-100"/>
         <source>Finish current unit, then pause</source>
         <translation>Aktuelle Einheit beenden, dann pausieren</translation>
     </message>
@@ -1206,7 +1336,7 @@ Latenz: %3 ms</translation>
         <translation>Bisher:</translation>
     </message>
     <message>
-        <location line="+36"/>
+        <location line="+39"/>
         <source>&amp;Resume</source>
         <translation>&amp;Fortsetzen</translation>
     </message>
@@ -1226,7 +1356,22 @@ Latenz: %3 ms</translation>
         <translation>Beitragen pausieren</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+15"/>
+        <source>Finish this unit first (about %1)</source>
+        <translation>Erst diese Einheit fertigstellen (etwa %1)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Stops at the current step and sends the %1 steps done so far.</source>
+        <translation>Hält beim aktuellen Schritt an und sendet die %1 bisher erledigten Schritte.</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stops at the current step and keeps the unit&apos;s progress to continue it later.</source>
+        <translation>Hält beim aktuellen Schritt an und behält den Fortschritt der Einheit, um sie später fortzusetzen.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>not chosen yet</source>
         <translation>noch nicht gewählt</translation>
     </message>
@@ -1246,7 +1391,7 @@ Latenz: %3 ms</translation>
         <translation>Schritt %v von %m</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+6"/>
         <source>under a second</source>
         <translation>unter einer Sekunde</translation>
     </message>
@@ -1256,7 +1401,12 @@ Latenz: %3 ms</translation>
         <translation>etwa %1</translation>
     </message>
     <message>
-        <location line="-2"/>
+        <location line="+22"/>
+        <source>work unit %1 not counted %2: %3</source>
+        <translation>Arbeitseinheit %1 nicht gezählt %2: %3</translation>
+    </message>
+    <message>
+        <location line="-24"/>
         <source>measuring…</source>
         <translation>misst …</translation>
     </message>
@@ -1276,12 +1426,7 @@ Latenz: %3 ms</translation>
         <translation>Arbeitseinheit %1 angenommen %2 (Runde %3, Guthaben %4)</translation>
     </message>
     <message>
-        <location line="+6"/>
-        <source>work unit %1 refused %2: %3</source>
-        <translation>Arbeitseinheit %1 abgelehnt %2: %3</translation>
-    </message>
-    <message>
-        <location line="+3"/>
+        <location line="+9"/>
         <source>none yet</source>
         <translation>noch keiner</translation>
     </message>
@@ -1812,7 +1957,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Keine GPU ist nutzbar: %1.</translation>
     </message>
     <message>
-        <location line="+97"/>
+        <location line="+106"/>
         <source>%1, window %2, from</source>
         <translation>%1, Fenster %2, von</translation>
     </message>
@@ -1865,7 +2010,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::StateView</name>
     <message>
-        <location filename="../state_view.cpp" line="-86"/>
+        <location filename="../state_view.cpp" line="-114"/>
         <source>“Only when idle” cannot be followed: Tandem cannot tell how long this computer has been idle (%1), so it works as if the computer were idle. Switch the rule off, or use time windows instead.</source>
         <translation>„Nur im Leerlauf“ kann nicht eingehalten werden: Tandem kann nicht feststellen, wie lange dieser Computer schon im Leerlauf ist (%1), und arbeitet daher, als wäre er im Leerlauf. Schalten Sie die Regel aus, oder nutzen Sie stattdessen Zeitfenster.</translation>
     </message>
@@ -1873,7 +2018,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::TrayController</name>
     <message>
-        <location filename="../tray.cpp" line="+19"/>
+        <location filename="../tray.cpp" line="+20"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
@@ -1898,7 +2043,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>%1. Tandem macht morgen weiter, oder erhöhen Sie die Grenze in den Einstellungen.</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+16"/>
         <source>Tandem keeps working</source>
         <translation>Tandem arbeitet weiter</translation>
     </message>
@@ -1908,7 +2053,29 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Tandem trägt im Hintergrund weiter bei. Öffnen oder beenden Sie es über sein Symbol im Infobereich.</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+5"/>
+        <location line="+4"/>
+        <location line="+6"/>
+        <source>Tandem is in the tray</source>
+        <translation>Tandem ist im Infobereich</translation>
+    </message>
+    <message>
+        <location line="-9"/>
+        <source>%1. Resume, open or quit Tandem from its icon in the tray.</source>
+        <translation>%1. Über sein Symbol im Infobereich können Sie Tandem fortsetzen, öffnen oder beenden.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1. Tandem goes on by itself; open it from its icon in the tray.</source>
+        <translation>%1. Tandem macht von selbst weiter; öffnen Sie es über sein Symbol im Infobereich.</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>%1. Open Tandem from its icon in the tray to see what to do.</source>
+        <translation>%1. Öffnen Sie Tandem über sein Symbol im Infobereich, um zu sehen, was zu tun ist.</translation>
+    </message>
+    <message>
+        <location line="+12"/>
         <source>Your first contribution was accepted</source>
         <translation>Ihr erster Beitrag wurde angenommen</translation>
     </message>
