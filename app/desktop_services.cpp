@@ -7,6 +7,7 @@
 #include "cuda/devices.hpp"
 #include "engine_wiring.hpp"
 #include "memory_estimate.hpp"
+#include "net_coordinator_api.hpp"
 #include "platform_probe.hpp"
 #include "registration_file.hpp"
 #include "speed_test.hpp"
@@ -93,6 +94,7 @@ ui::BandwidthReport DesktopServices::measureBandwidth(const core::Settings& sett
     auto sample = net::probeBandwidth(**http, config);
     if (!sample) {
         r.error = q(sample.error().message);
+        r.problem = core::toApiFailure(sample.error()).problem;
         return r;
     }
     r.ok = true;

@@ -1,6 +1,7 @@
 // Result intake: an upload's slot (beginUpload), its stream (upload_stream.hpp), and the commit
 // of a checked result into the open round.
 #include "coordinator_impl.hpp"
+#include "work_assignment.hpp"
 
 #include "aggregate.hpp"
 #include "result_format.hpp"
@@ -122,6 +123,8 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         e.bodyBytes = expected;
         e.maxSteps = static_cast<int>(q->integer(3));
         e.maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
+        e.minSteps = minResultSteps(run, e.maxSteps);
+        e.tokensPerStep = q->integer(4) * q->integer(5);
         auto pk = q->blob(6);
         if (pk.size() == e.clientKey.size())
             std::memcpy(e.clientKey.data(), pk.data(), pk.size());

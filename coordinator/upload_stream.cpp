@@ -82,6 +82,18 @@ std::optional<Outcome<std::string>> UploadStream::checkHeader() {
                                                " steps; the work unit allows at most " +
                                                std::to_string(m_expect.maxTokens) + " tokens in " +
                                                std::to_string(m_expect.maxSteps) + " steps"));
+    if (m_expect.tokensPerStep > 0 && h->tokens > int64_t{h->steps} * m_expect.tokensPerStep)
+        return Outcome<std::string>(refuse(
+            422, "bad_header",
+            "the result claims " + std::to_string(h->tokens) + " tokens in " +
+                std::to_string(h->steps) + " steps; a step trains at most " +
+                std::to_string(m_expect.tokensPerStep) + " tokens (batch x sequence length)"));
+    if (h->steps < m_expect.minSteps)
+        return Outcome<std::string>(refuse(
+            422, "too_few_steps",
+            "the result has " + std::to_string(h->steps) + " inner steps; a result of work unit " +
+                std::to_string(wuId) + " needs at least " + std::to_string(m_expect.minSteps) +
+                " (of " + std::to_string(m_expect.maxSteps) + " assigned)"));
     m_header = *h;
     return std::nullopt;
 }

@@ -31,6 +31,10 @@ struct UploadExpectation {
     int64_t bodyBytes = 0;       // header + 2P
     int64_t maxTokens = 0;       // what the work unit allows
     int maxSteps = 0;
+    // A partial result (fewer steps than assigned) needs at least minSteps steps
+    // (minResultSteps), and no result claims more than tokensPerStep (B x T) tokens a step.
+    int minSteps = 1;
+    int64_t tokensPerStep = 0;  // 0: not checked
     net::PublicKey clientKey{};
     net::Signature signature{};  // the X-Tandem-Signature header, over the result digest
     // The work unit already has an accepted result: a retry with the same digest gets its

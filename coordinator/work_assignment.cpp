@@ -16,6 +16,10 @@ int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeco
         tokensPerSecond);
 }
 
+int minResultSteps(const RunSettings& run, int innerSteps) {
+    return std::clamp(run.minInnerSteps, 1, std::max(1, innerSteps));
+}
+
 int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes) {
     const int64_t tokensPerStep = int64_t{run.batch} * run.seqLen;
     return std::min<int64_t>(
@@ -289,6 +293,7 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
     const int64_t base = q->integer(2);
     const std::string reason = q->text(3);
     net::ProgressReply reply;
+    reply.minSteps = minResultSteps(run, static_cast<int>(q->integer(4)));
     if (state == "accepted") {
         reply.action = "abandon";
         reply.reason = "the result of this work unit was already accepted";

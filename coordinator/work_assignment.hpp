@@ -17,6 +17,12 @@ namespace tandem::coord {
 // maximum when it reported none (tokensPerSecond <= 0).
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds);
 
+// The fewest inner steps a result of a unit of `innerSteps` may have: as many as the shortest
+// unit the run hands out (minInnerSteps), never more than the unit's own H. A worker that stops
+// early (paused, quitting) uploads what it has when it reached this (docs/protocol.md,
+// "Partial results").
+int minResultSteps(const RunSettings& run, int innerSteps);
+
 // The train tokens a unit of H steps reads: H batches of windows, at least one window, at most
 // all train tokens.
 int64_t workUnitBytes(const RunSettings& run, int innerSteps, int64_t trainBytes);

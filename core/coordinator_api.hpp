@@ -7,6 +7,7 @@
 #include "donor_profile.hpp"
 #include "expected.hpp"
 #include "held_work.hpp"
+#include "problem.hpp"
 #include "protocol.hpp"
 
 #include <cstdint>
@@ -27,6 +28,9 @@ struct ApiFailure {
     std::string code;              // the server's error.code ("stale", "unauthorized"), if any
     long httpStatus = 0;           // 0 when no HTTP answer arrived
     int64_t bytesTransferred = 0;  // moved over the link before it failed (counts for the caps)
+    // What kind of trouble, where the transport knows (TLS, connection); Other: judge it from
+    // httpStatus and message (problemFromFailure).
+    Problem problem = Problem::Other;
 };
 
 inline ApiFailure apiFailure(std::string message, bool transient,

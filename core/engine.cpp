@@ -167,6 +167,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(EngineConfig config, Dependenci
     e->m_impl =
         std::make_unique<Impl>(std::move(config), std::move(deps), *e->m_ledger, std::move(*key));
     e->m_impl->registrar.load();
+    e->m_impl->shared.loadHold();
+    e->m_impl->shared.loadLastUpload();
     e->m_impl->shared.refreshTotals();
     return e;
 }
@@ -205,6 +207,7 @@ void Engine::start() {
 void Engine::pause() {
     EngineShared& s = m_impl->shared;
     s.command([&] { s.pauseRequested = true; });
+    s.saveHold();
 }
 
 void Engine::resume() {
@@ -213,6 +216,7 @@ void Engine::resume() {
         s.pauseRequested = false;
         s.snoozeUntil.reset();
     });
+    s.saveHold();
 }
 
 void Engine::snooze(int64_t untilMs) {
@@ -221,6 +225,7 @@ void Engine::snooze(int64_t untilMs) {
         s.snoozeUntil = untilMs;
         s.pauseRequested = false;
     });
+    s.saveHold();
 }
 
 void Engine::setFinishThenPause(bool on) {
@@ -276,6 +281,9 @@ std::string formatSnapshot(const EngineSnapshot& s, int64_t nowMs, const TimeZon
     std::string out = "state: " + s.stateText + "\n";
     if (s.state == EngineState::Backoff || s.state == EngineState::Idle)
         out += "reason: " + s.reason + "\n";
+    if (s.problem != Problem::None)
+        out += std::string("problem: ") + toString(s.problem) +
+               (needsAttention(s.problem) ? " (needs attention)" : " (retrying)") + "\n";
     out += "device: " + s.device + "\n";
     out += std::string("registered: ") + (s.registered ? "yes" : "no") + "\n";
     if (s.finishThenPause)

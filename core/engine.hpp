@@ -15,6 +15,7 @@
 //   work/<id>/           the unit in training: manifest.json, progress.json, ckpt-<step>.ckpt
 //   results/<id>.result  finished results waiting for their receipt (+ <id>.json)
 //   work_request.json    the request id of a work request whose answer is not recorded yet
+//   hold.json            the donor's pause or snooze (with its end), kept across restarts
 //   optimizer.ckpt/json  AdamW moments kept across units of the same run on the same device
 //                        (in memory between units; here on the checkpoint clock and on a hold
 //                        or quit)
@@ -25,6 +26,7 @@
 #include "coordinator_api.hpp"
 #include "expected.hpp"
 #include "ledger.hpp"
+#include "problem.hpp"
 #include "rules.hpp"
 
 #include <condition_variable>
@@ -126,6 +128,9 @@ struct CurrentWorkUnit {
     std::optional<float> lossFirst;
     std::optional<float> lossLast;
     std::optional<int64_t> etaMs;  // until training ends, from the measured step time
+    // The fewest steps the coordinator accepts as a partial result (its heartbeat's answer):
+    // from then on "pause now" uploads what is done; none: not stated (yet).
+    std::optional<int> minSteps;
     int64_t downloadBytesDone = 0;
     int64_t downloadBytesTotal = 0;
 };
@@ -163,6 +168,11 @@ struct EngineSnapshot {
     std::optional<LastUpload> lastUpload;
     std::string nextAction;  // "retry at 12:05", "upload 17", ...
     std::optional<int64_t> nextActionAtMs;
+    // In Backoff: what kind of trouble (problem.hpp; the UI words it, calm for a transient one,
+    // "needs attention" for one the donor must fix), and the failure's own words for a details
+    // view and the log. None in every other state.
+    Problem problem = Problem::None;
+    std::string problemDetail;
     Totals totals;                 // from the ledger
     int workUnitsThisSession = 0;  // trained since start
     std::string lastError;
@@ -187,8 +197,12 @@ class Engine {
     Engine& operator=(const Engine&) = delete;
 
     void start();  // starts the threads
-    // Commands: asynchronous, take effect at the next step boundary.
-    void pause();   // checkpoints the unit in training
+    // Commands: asynchronous, take effect at the next step boundary. Pause and snooze are kept
+    // in hold.json, so a restart (or a start at login) begins held.
+    // pause, snooze and quit stop a unit in training at the current step: with the coordinator's
+    // stated minimum of steps done it is uploaded as a partial result, else checkpointed to
+    // resume while the coordinator still wants it (unit_runner.hpp, choiceOnStop).
+    void pause();
     void resume();  // also ends a snooze
     void snooze(int64_t untilMs);
     void setFinishThenPause(bool on = true);

@@ -21,6 +21,9 @@ void EngineBackoff::fail(const std::string& what, const ApiFailure& failure) {
     m_notBeforeMs = m_shared.now() + delay;
     m_state = EngineState::Backoff;
     m_reason = what + ": " + failure.message;
+    m_problem = failure.problem != Problem::Other
+                    ? failure.problem
+                    : problemFromFailure(failure.httpStatus, failure.message);
     m_shared.log(EventLevel::Warning,
                  m_reason + " (retry in " + std::to_string(delay / 1000) + " s)");
 }
@@ -36,11 +39,14 @@ void EngineBackoff::idleUntil(int64_t atMs, std::string reason) {
     m_notBeforeMs = atMs;
     m_state = EngineState::Idle;
     m_reason = std::move(reason);
+    m_problem = Problem::None;
 }
 
 bool EngineBackoff::waitIfEarly() {
     if (m_shared.now() >= m_notBeforeMs)
         return false;
+    if (m_state == EngineState::Backoff)
+        m_shared.setProblem(m_problem, m_reason);
     m_shared.setState(m_state, m_reason, "try again at " + m_shared.describe(m_notBeforeMs),
                       m_notBeforeMs);
     m_shared.waitOnce(m_notBeforeMs);

@@ -35,6 +35,7 @@ class EngineBackoff {
     int64_t m_notBeforeMs = 0;
     EngineState m_state = EngineState::Backoff;
     std::string m_reason;
+    Problem m_problem = Problem::None;
 };
 
 }  // namespace tandem::core

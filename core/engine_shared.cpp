@@ -1,6 +1,8 @@
 // The helpers every part of the engine uses: the log, state changes, waits, ledger rows.
 #include "engine_shared.hpp"
 
+#include "hold_file.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -40,6 +42,32 @@ void EngineShared::log(EventLevel level, const std::string& message) {
         deps.observer->logLine(level, message);
 }
 
+void EngineShared::saveHold() {
+    if (crashed.load())
+        return;
+    std::lock_guard fileLock(holdFileMu);
+    HoldState h;
+    {
+        std::lock_guard lock(mu);
+        h.paused = pauseRequested;
+        h.snoozeUntilMs = snoozeUntil;
+    }
+    if (auto st = writeHold(files.holdFile(), h); !st)
+        log(EventLevel::Warning, "cannot keep the pause across a restart: " + st.error().message);
+}
+
+void EngineShared::loadHold() {
+    auto h = readHold(files.holdFile());
+    if (!h) {
+        log(EventLevel::Warning, "ignoring the saved pause: " + h.error().message);
+        return;
+    }
+    std::lock_guard lock(mu);
+    pauseRequested = h->paused;
+    if (h->snoozeUntilMs && *h->snoozeUntilMs > now())
+        snoozeUntil = h->snoozeUntilMs;
+}
+
 void EngineShared::command(const std::function<void()>& change) {
     {
         std::lock_guard lock(mu);
@@ -74,11 +102,21 @@ void EngineShared::setState(EngineState state, std::string reason, std::string n
         }
         snap.nextAction = std::move(nextAction);
         snap.nextActionAtMs = nextAtMs;
+        if (state != EngineState::Backoff) {
+            snap.problem = Problem::None;
+            snap.problemDetail.clear();
+        }
         snap.finishThenPause = finishFlag;
         snap.snoozedUntilMs = snoozeUntil;
     }
     if (changed && deps.observer && !crashed.load())
         deps.observer->stateChanged(state, reason);
+}
+
+void EngineShared::setProblem(Problem problem, std::string detail) {
+    std::lock_guard lock(mu);
+    snap.problem = problem;
+    snap.problemDetail = std::move(detail);
 }
 
 void EngineShared::waitOnce(std::optional<int64_t> untilMs) {
@@ -101,6 +139,37 @@ void EngineShared::refreshTotals() {
         snap.totals = *t;
     snap.pendingUploads = static_cast<int>(uploads.sizeLocked());
     snap.workUnitsThisSession = trainedThisSession;
+}
+
+void EngineShared::loadLastUpload() {
+    auto rows = ledger.workUnits(50);
+    if (!rows)
+        return;
+    const WorkUnitRow* newest = nullptr;
+    for (const auto& r : *rows) {
+        const WorkUnitState st = r.unit.state;
+        if (st != WorkUnitState::Accepted && st != WorkUnitState::Rejected &&
+            st != WorkUnitState::Abandoned)
+            continue;
+        if (st == WorkUnitState::Abandoned && !r.unit.trainedAtMs)
+            continue;  // never trained: nothing was to be uploaded
+        if (!newest || r.unit.updatedAtMs > newest->unit.updatedAtMs)
+            newest = &r;
+    }
+    if (!newest)
+        return;
+    LastUpload last;
+    last.id = newest->unit.id;
+    last.state = newest->unit.state;
+    last.atMs = newest->receipt ? newest->receipt->receivedAtMs : newest->unit.updatedAtMs;
+    if (newest->receipt) {
+        last.round = newest->receipt->roundApplied;
+        last.credit = newest->receipt->credit;
+    } else if (auto tr = ledger.transitions(newest->unit.id); tr && !tr->empty()) {
+        last.detail = tr->back().detail;
+    }
+    std::lock_guard lock(mu);
+    snap.lastUpload = last;
 }
 
 void EngineShared::recordTransfer(Direction direction, const std::string& purpose, int64_t bytes,

@@ -54,6 +54,7 @@ struct EngineShared {
     HeartbeatSender heartbeats;
 
     std::atomic<bool> crashed{false};
+    std::mutex holdFileMu;  // one writer of hold.json at a time (commands, engine thread)
 
     int64_t now() const { return deps.clock->nowMs(); }
     std::string describe(int64_t atMs) const { return describeLocalTime(atMs, now(), *deps.zone); }
@@ -75,8 +76,15 @@ struct EngineShared {
     }
 
     void log(EventLevel level, const std::string& message);
+    // The pause or snooze in force to hold.json (hold_file.hpp), so that it survives a restart;
+    // call after changing pauseRequested or snoozeUntil (not under mu).
+    void saveHold();
+    // At start: the pause or snooze of the last session (a snooze that has ended holds nothing).
+    void loadHold();
+    // Any state but Backoff clears the snapshot's problem; setProblem sets it for a Backoff.
     void setState(EngineState state, std::string reason, std::string nextAction = {},
                   std::optional<int64_t> nextAtMs = std::nullopt);
+    void setProblem(Problem problem, std::string detail);
     // Waits one poll interval of real time, or less when a command arrives or the clock reaches
     // untilMs.
     void waitOnce(std::optional<int64_t> untilMs = std::nullopt);
@@ -90,6 +98,9 @@ struct EngineShared {
     }
     // The ledger's totals and the session's counts into the snapshot.
     void refreshTotals();
+    // At start: the snapshot's last upload from the ledger (the newest settled unit among the
+    // recent ones), so the Overview does not say "none yet" after a restart.
+    void loadLastUpload();
     void recordTransfer(Direction direction, const std::string& purpose, int64_t bytes,
                         int64_t startMs, bool ok, int64_t workUnitId, const std::string& detail);
     void transition(int64_t workUnitId, WorkUnitState state, const std::string& detail = {});

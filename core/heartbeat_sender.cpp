@@ -68,6 +68,21 @@ std::optional<std::string> HeartbeatSender::abandonReason(int64_t workUnitId) co
     return it == m_units.end() ? std::nullopt : it->second.abandoned;
 }
 
+std::optional<int> HeartbeatSender::minSteps(int64_t workUnitId) const {
+    std::lock_guard lock(m_mu);
+    const auto it = m_minSteps.find(workUnitId);
+    return it == m_minSteps.end() ? std::nullopt : std::optional<int>(it->second);
+}
+
+void HeartbeatSender::noteMinSteps(int64_t workUnitId, int minSteps) {
+    if (minSteps <= 0)
+        return;
+    std::lock_guard lock(m_mu);
+    m_minSteps[workUnitId] = minSteps;
+    while (m_minSteps.size() > 8)  // ids grow: the oldest units go first
+        m_minSteps.erase(m_minSteps.begin());
+}
+
 void HeartbeatSender::mergeLocked(const std::vector<HeartbeatTarget>& queued, int64_t nowMs) {
     std::set<int64_t> live;
     auto upsert = [&](const HeartbeatTarget& t) {
@@ -88,6 +103,8 @@ void HeartbeatSender::mergeLocked(const std::vector<HeartbeatTarget>& queued, in
 
 void HeartbeatSender::send(const HeartbeatTarget& t) {
     auto reply = m_api->reportProgress(t.workUnitId, t.report);
+    if (reply)
+        noteMinSteps(t.workUnitId, reply->minSteps);
     const int64_t now = m_clock->nowMs();
     {
         std::lock_guard lock(m_mu);

@@ -56,6 +56,11 @@ class HeartbeatSender {
     void clearTraining();
     // The coordinator's reason once it answered "abandon" for the unit.
     std::optional<std::string> abandonReason(int64_t workUnitId) const;
+    // The fewest steps a partial result of the unit may have, as the coordinator's latest answer
+    // stated it (docs/protocol.md, "Partial results"); none before an answer or when it states
+    // none. noteMinSteps records one from an answer the engine asked for itself.
+    std::optional<int> minSteps(int64_t workUnitId) const;
+    void noteMinSteps(int64_t workUnitId, int minSteps);
 
   private:
     struct Unit {
@@ -83,6 +88,8 @@ class HeartbeatSender {
     bool m_stop = false;
     std::optional<HeartbeatTarget> m_training;
     std::map<int64_t, Unit> m_units;
+    // Kept after a unit leaves m_units (a held unit sends no heartbeats); the newest few only.
+    std::map<int64_t, int> m_minSteps;
 };
 
 }  // namespace tandem::core

@@ -23,6 +23,25 @@ ApiFailure toApiFailure(const net::HttpError& e) {
     if (e.retryAfter)
         f.retryAfterMs = e.retryAfter->count();
     switch (e.kind) {
+        case net::HttpErrorKind::TlsPinMismatch:
+            f.problem = Problem::WrongPin;
+            break;
+        case net::HttpErrorKind::TlsUnknownCa:
+        case net::HttpErrorKind::TlsHostMismatch:
+        case net::HttpErrorKind::Tls:
+            f.problem = Problem::Certificate;
+            break;
+        case net::HttpErrorKind::ConnectionRefused:
+        case net::HttpErrorKind::ResolveFailed:
+        case net::HttpErrorKind::Timeout:
+        case net::HttpErrorKind::ConnectionLost:
+        case net::HttpErrorKind::Proxy:
+            f.problem = Problem::Unreachable;
+            break;
+        default:
+            f.problem = problemFromFailure(e.httpStatus, e.message);
+    }
+    switch (e.kind) {
         case net::HttpErrorKind::HttpStatus:
             f.transient = e.transient() || e.apiCode == "upload_in_progress" ||
                           e.apiCode == "too_many_uploads" || e.apiCode == "too_many_work_units" ||

@@ -1,6 +1,8 @@
 // Comparing the units held here with the ones the coordinator counts as ours.
 #include "reconcile.hpp"
 
+#include "unit_end.hpp"
+
 #include <set>
 
 namespace tandem::core {
@@ -80,7 +82,7 @@ ReconcileOutcome reconcileWithCoordinator(EngineShared& shared, Registrar& regis
     }
     if (active && !listed.count(active->manifest.workUnitId)) {
         const int64_t id = active->manifest.workUnitId;
-        shared.transition(id, WorkUnitState::Abandoned, "the coordinator no longer holds it");
+        shared.transition(id, WorkUnitState::Abandoned, unitEndCode(UnitEndReason::NotHeld));
         shared.log(EventLevel::Warning,
                    "work unit " + wuKey(id) +
                        ": the coordinator no longer holds it (abandoned or timed out); dropped "

@@ -1,6 +1,8 @@
 // The upload of a finished result, its receipt and settling the unit.
 #include "result_uploader.hpp"
 
+#include "unit_end.hpp"
+
 namespace tandem::core {
 
 UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
@@ -90,7 +92,8 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
             }
             return UploadQueue::Verdict::retryAt(retryAtMs);
         }
-        settle(p, WorkUnitState::Rejected, res.error().message, nullptr);
+        settle(p, WorkUnitState::Rejected, res.error().message, nullptr,
+               refusalDetail(res.error()));
         m_attempt = 0;
         return UploadQueue::Verdict::now();
     }
@@ -116,7 +119,7 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
 }
 
 void ResultUploader::settle(const PendingResult& p, WorkUnitState state, const std::string& detail,
-                            const UploadOutcome* outcome) {
+                            const UploadOutcome* outcome, const std::string& ledgerDetail) {
     if (m_shared.crashed.load())
         return;
     const std::string id = wuKey(p.workUnitId);
@@ -124,7 +127,7 @@ void ResultUploader::settle(const PendingResult& p, WorkUnitState state, const s
     last.id = id;
     last.atMs = m_shared.now();
     last.state = state;
-    last.detail = detail;
+    last.detail = ledgerDetail.empty() ? detail : ledgerDetail;
     if (state == WorkUnitState::Accepted) {
         Receipt rec;
         rec.workUnitId = id;
@@ -150,12 +153,13 @@ void ResultUploader::settle(const PendingResult& p, WorkUnitState state, const s
                                            ", credit " +
                                            std::to_string(static_cast<int64_t>(rec.credit)) + ")");
     } else if (state == WorkUnitState::Abandoned) {
-        m_shared.transition(p.workUnitId, WorkUnitState::Abandoned, detail);
+        last.detail = unitEndCode(classifyAbandonReason(detail));
+        m_shared.transition(p.workUnitId, WorkUnitState::Abandoned, last.detail);
         m_shared.log(
             EventLevel::Warning,
             "work unit " + id + ": result not sent, the coordinator abandoned it: " + detail);
     } else {
-        m_shared.transition(p.workUnitId, WorkUnitState::Rejected, detail);
+        m_shared.transition(p.workUnitId, WorkUnitState::Rejected, last.detail);
         m_shared.log(EventLevel::Error, "work unit " + id + " was refused: " + detail);
     }
     removePendingResult(p);

@@ -23,8 +23,10 @@ class ResultUploader {
   private:
     // outcome: the coordinator's answer, for Accepted. Leaves the result queued (the upload is
     // idempotent) when its receipt cannot be stored.
+    // detail: what the log says; ledgerDetail, when given, what the ledger and the snapshot keep
+    // instead (a code of unit_end.hpp).
     void settle(const PendingResult& result, WorkUnitState state, const std::string& detail,
-                const UploadOutcome* outcome);
+                const UploadOutcome* outcome, const std::string& ledgerDetail = {});
 
     EngineShared& m_shared;
     RuleGate& m_gate;

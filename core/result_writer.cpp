@@ -10,7 +10,8 @@ namespace tandem::core {
 
 namespace fs = std::filesystem;
 
-Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vector<float>& start) {
+Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vector<float>& start,
+                           const char* stoppedBy) {
     const net::Manifest& m = a.manifest;
     const std::string id = wuKey(m.workUnitId);
     std::vector<uint16_t> payload(start.size());
@@ -69,9 +70,14 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
     fs::remove_all(a.dir, ec);
     char lossText[64];
     std::snprintf(lossText, sizeof lossText, "loss %.3f -> %.3f", h.lossFirst, h.lossLast);
-    m_shared.log(EventLevel::Info, "work unit " + id + " trained: " + std::to_string(a.step) +
-                                       " steps, " + std::to_string(a.tokens) + " tokens, " +
-                                       lossText + "; result " + std::to_string(p.bytes) + " bytes");
+    const std::string what = stoppedBy ? " stopped at step " + std::to_string(a.step) + " of " +
+                                             std::to_string(m.innerSteps) + " (" + stoppedBy +
+                                             "), a partial result: "
+                                       : " trained: " + std::to_string(a.step) + " steps, ";
+    m_shared.log(EventLevel::Info, "work unit " + id + what + std::to_string(a.tokens) +
+                                       " tokens, " + lossText + "; result " +
+                                       std::to_string(p.bytes) + " bytes");
+    bool nowPaused = false;
     {
         std::lock_guard lock(m_shared.mu);
         m_shared.uploads.pushLocked(p);
@@ -80,8 +86,11 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
         if (m_shared.finishFlag) {
             m_shared.finishFlag = false;
             m_shared.pauseRequested = true;
+            nowPaused = true;
         }
     }
+    if (nowPaused)
+        m_shared.saveHold();
     m_shared.notifyAll();
     m_shared.refreshTotals();
     return {};

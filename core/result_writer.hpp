@@ -19,7 +19,10 @@ class ResultWriter {
     // Engine thread. backend holds the trained weights and moments; start the weights the unit
     // started from (P). On success the unit's directory is gone and the result is queued; an
     // error says why the unit failed (the caller fails it; nothing is sent).
-    Status write(const ActiveUnit& unit, Backend& backend, const std::vector<float>& start);
+    // stoppedBy: why a unit stopped before its last step ("paused", "snoozed", "quitting"): its
+    // result is a partial one (fewer steps, weighted by its tokens); null for a finished unit.
+    Status write(const ActiveUnit& unit, Backend& backend, const std::vector<float>& start,
+                 const char* stoppedBy = nullptr);
 
   private:
     EngineShared& m_shared;

@@ -56,7 +56,7 @@ bool RuleGate::waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
     bool rulesDue = forceRules;
     for (;;) {
         m_shared.checkCrash();
-        bool quit = false, pause = false, snoozed = false;
+        bool quit = false, pause = false, snoozed = false, finished = false;
         int64_t until = 0;
         {
             std::lock_guard lock(m_shared.mu);
@@ -64,6 +64,7 @@ bool RuleGate::waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
             if (!haveUnit && m_shared.finishFlag) {
                 m_shared.finishFlag = false;
                 m_shared.pauseRequested = true;
+                finished = true;
             }
             pause = m_shared.pauseRequested;
             if (m_shared.snoozeUntil && m_shared.now() >= *m_shared.snoozeUntil)
@@ -71,6 +72,8 @@ bool RuleGate::waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
             snoozed = m_shared.snoozeUntil.has_value();
             until = m_shared.snoozeUntil.value_or(0);
         }
+        if (finished)
+            m_shared.saveHold();  // "finish then pause" became a pause
         if (quit)
             return false;
         if (pause) {

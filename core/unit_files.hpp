@@ -49,6 +49,8 @@ class DataDir {
     }
     // The request id of the work request in flight, written before the request is sent.
     std::filesystem::path unitRequestFile() const { return m_root / "work_request.json"; }
+    // The donor's pause or snooze (hold_file.hpp).
+    std::filesystem::path holdFile() const { return m_root / "hold.json"; }
     std::filesystem::path optimizerFile() const { return m_root / "optimizer.ckpt"; }
     std::filesystem::path optimizerInfoFile() const { return m_root / "optimizer.json"; }
 

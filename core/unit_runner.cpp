@@ -4,6 +4,7 @@
 #include "corpus.hpp"
 #include "file_io.hpp"
 #include "memory_estimate.hpp"
+#include "unit_end.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -11,6 +12,12 @@
 namespace tandem::core {
 
 namespace fs = std::filesystem;
+
+StopChoice choiceOnStop(int64_t stepsDone, int64_t innerSteps, std::optional<int> minSteps) {
+    if (minSteps && *minSteps > 0 && stepsDone >= *minSteps && stepsDone < innerSteps)
+        return StopChoice::UploadPartial;
+    return StopChoice::KeepCheckpoint;
+}
 
 Status UnitRunner::checkpoint(ActiveUnit& a, uint64_t samplerState) {
     if (m_shared.crashed.load())
@@ -64,7 +71,7 @@ void UnitRunner::failUnit(const ActiveUnit& unit, const std::string& why) {
 void UnitRunner::abandonUnit(const ActiveUnit& unit, const std::string& why) {
     const int64_t id = unit.manifest.workUnitId;
     m_shared.log(EventLevel::Info, "work unit " + wuKey(id) + " abandoned: " + why);
-    m_shared.transition(id, WorkUnitState::Abandoned, why);
+    m_shared.transition(id, WorkUnitState::Abandoned, unitEndCode(classifyAbandonReason(why)));
     std::error_code ec;
     fs::remove_all(unit.dir, ec);
     std::lock_guard lock(m_shared.mu);
@@ -150,6 +157,21 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
     const net::Manifest& m = a.manifest;
     const int B = m.batch, T = m.seqLen;
     const std::string id = wuKey(m.workUnitId);
+    // Back from a hold (or a restart) with a checkpoint: only worth training on while the
+    // coordinator still wants the unit; its answer also states the partial minimum.
+    if (!a.checkpointFile.empty()) {
+        net::ProgressReport report;
+        report.step = a.step;
+        report.loss = a.lossLast.value_or(0.0f);
+        auto reply = m_shared.deps.api->reportProgress(m.workUnitId, report);
+        m_shared.checkCrash();
+        if (reply && reply->action == "abandon") {
+            abandonUnit(a, reply->reason.empty() ? "the coordinator abandoned it" : reply->reason);
+            return TrainOutcome::Abandoned;
+        }
+        if (reply)
+            m_shared.heartbeats.noteMinSteps(m.workUnitId, reply->minSteps);
+    }
     if (auto st = ensureBackend(m.model, B, T); !st) {
         failUnit(a, "the model does not fit on " + m_shared.cfg.device + ": " + st.error().message);
         return TrainOutcome::Failed;
@@ -248,9 +270,40 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
     bool checkpointed = !a.checkpointFile.empty() && a.step > 0;
     int64_t savedStep = a.checkpointFile.empty() ? -1 : a.step;  // on disk as a checkpoint
     bool released = false;
+    bool partial = false;  // stopped by the donor and sent as a partial result
+    // Why the donor stopped the unit ("paused", "snoozed", "quitting"); null for a rule's hold.
+    auto stoppedBy = [&]() -> const char* {
+        std::lock_guard lock(m_shared.mu);
+        if (m_shared.quitRequested)
+            return "quitting";
+        if (m_shared.snoozeUntil)
+            return "snoozed";
+        if (m_shared.pauseRequested)
+            return "paused";
+        return nullptr;
+    };
     auto holdCheckpoint = [&] {
+        if (partial)
+            return;
         // A held unit sends no heartbeats: the coordinator may give its data to someone else.
         m_shared.heartbeats.clearTraining();
+        const char* why = stoppedBy();
+        if (why && choiceOnStop(a.step, m.innerSteps, m_shared.heartbeats.minSteps(m.workUnitId)) ==
+                       StopChoice::UploadPartial) {
+            if (auto st = m_writer.write(a, *m_backend, start->parameters, why); st) {
+                partial = true;
+                // Its moments go on to the next unit of the run, as a finished unit's do.
+                m_momentsRun = m.runId;
+                m_unsavedMoments = m;
+                releaseBackend();
+                released = true;
+                return;
+            } else {
+                m_shared.log(EventLevel::Warning,
+                             "work unit " + id + ": cannot write the partial result (" +
+                                 st.error().message + "); keeping its checkpoint instead");
+            }
+        }
         if (!checkpointed && a.step > 0) {
             if (auto st = checkpoint(a, sampler.state()); !st) {
                 m_shared.log(EventLevel::Warning, "checkpoint failed: " + st.error().message);
@@ -272,8 +325,10 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
     while (a.step < m.innerSteps) {
         if (!m_gate.waitUntilClear(true, 0, holdCheckpoint, firstStep)) {
             holdCheckpoint();
-            return TrainOutcome::Interrupted;
+            return partial ? TrainOutcome::Finished : TrainOutcome::Interrupted;
         }
+        if (partial)
+            return TrainOutcome::Finished;  // its result is queued; the next unit comes next
         if (released)
             return TrainOutcome::Interrupted;  // back from a hold: train() starts over
         m_shared.setState(EngineState::Training, "training",
@@ -327,6 +382,7 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
             m_shared.snap.current = currentInfo(a);
             m_shared.snap.current->etaMs =
                 static_cast<int64_t>(stepSecondsAvg * 1000.0 * (m.innerSteps - a.step));
+            m_shared.snap.current->minSteps = m_shared.heartbeats.minSteps(m.workUnitId);
             m_shared.snap.tokensPerSecond = m_tokensPerSecond;
             m_shared.snap.stepLoss = *loss;
         }

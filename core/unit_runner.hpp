@@ -26,6 +26,14 @@ enum class TrainOutcome {
     Retry,        // its downloads were unusable: download again (backing off)
 };
 
+// What becomes of a unit the donor stops (pause now, snooze, quit) after `stepsDone` of its
+// `innerSteps`: a pseudo-gradient after h < H steps is a valid, smaller contribution, so it is
+// uploaded as a partial result once it has the coordinator's stated minimum of steps; below
+// that, or when the coordinator stated none, the unit's checkpoint is kept and the unit resumes
+// when the coordinator still wants it (asked before training on).
+enum class StopChoice { UploadPartial, KeepCheckpoint };
+StopChoice choiceOnStop(int64_t stepsDone, int64_t innerSteps, std::optional<int> minSteps);
+
 class UnitRunner {
   public:
     UnitRunner(EngineShared& shared, RuleGate& gate, EngineBackoff& backoff, ResultWriter& writer)

@@ -314,6 +314,8 @@ std::string ProgressReply::toJson() const {
     json j{{"action", action}};
     if (!reason.empty())
         j["reason"] = reason;
+    if (minSteps > 0)
+        j["min_steps"] = minSteps;
     return j.dump();
 }
 
@@ -328,6 +330,8 @@ Expected<ProgressReply> ProgressReply::fromJson(std::string_view text) {
         r.fail("field 'action' must be \"continue\" or \"abandon\", found \"" + p.action + "\"");
     if (j->contains("reason"))
         p.reason = r.string("reason", 0, 1000);
+    if (j->contains("min_steps"))  // absent from older coordinators
+        p.minSteps = static_cast<int>(r.integer("min_steps", 0, 1 << 30));
     if (r.failed())
         return r.error();
     return p;

@@ -124,6 +124,10 @@ struct ProgressReport {
 struct ProgressReply {
     std::string action = "continue";  // "continue" or "abandon"
     std::string reason;               // why, when abandoning
+    // The fewest inner steps a result of this unit may have: a worker that stops early (paused,
+    // quitting) may upload a partial result of at least this many steps. 0: not stated (older
+    // coordinators); the worker then keeps its checkpoint instead.
+    int minSteps = 0;
     std::string toJson() const;
     static Expected<ProgressReply> fromJson(std::string_view text);
 };

@@ -1,6 +1,7 @@
 #include "app_actions.hpp"
 
 #include "engine_bridge.hpp"
+#include "state_view.hpp"
 
 #include <QAction>
 #include <QMenu>
@@ -62,10 +63,16 @@ void AppActions::update() {
     const bool attached = m_bridge->attached() && s.state != core::EngineState::Stopped;
     const bool held = s.state == core::EngineState::Paused ||
                       s.state == core::EngineState::Snoozed || s.snoozedUntilMs.has_value();
-    pauseResume->setText(held ? tr("&Resume") : tr("&Pause"));
+    // With a unit in training the two ways to pause say what they do.
+    const bool training = s.state == core::EngineState::Training && s.current;
+    pauseResume->setText(held ? tr("&Resume") : training ? tr("&Pause now") : tr("&Pause"));
     pauseResume->setEnabled(attached);
     for (QAction* a : {snoozeOneHour, snoozeThreeHours, snoozeTomorrow})
         a->setEnabled(attached);
+    finishThenPause->setText(
+        training && s.current->etaMs
+            ? tr("&Finish this unit first (about %1)").arg(formatDuration(*s.current->etaMs))
+            : tr("&Finish current unit, then pause"));
     finishThenPause->setEnabled(attached && !held);
     const QSignalBlocker block(finishThenPause);
     finishThenPause->setChecked(s.finishThenPause);

@@ -101,10 +101,11 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
     m_chart->legend()->hide();
     layout->addWidget(m_view, 1);
 
-    m_table = makeRecordTable(QStringLiteral("workUnits"), tr("Work units"),
-                              {tr("Work unit"), tr("Trained"), tr("State"), tr("Tokens"),
-                               tr("Loss (first → last)"), tr("Device"), tr("Receipt")},
-                              content);
+    m_table = makeRecordTable(
+        QStringLiteral("workUnits"), tr("Work units"),
+        {tr("Work unit"), tr("Trained"), tr("State"), tr("Tokens"), tr("Loss (first → last)"),
+         tr("Device"), tr("Receipt, or why it did not count")},
+        content);
     m_table->setAlternatingRowColors(true);
     layout->addWidget(m_table, 1);
     setContent(content);
@@ -199,19 +200,33 @@ void ContributionsPage::refresh() {
                                                      : QStringLiteral("%.2f"));
     m_axisY->setTitleText(m_metric->currentText());
 
+    // Why a unit did not count, in plain words (its last transition's code).
+    auto endReason = [&](const std::string& id) {
+        auto transitions = ledger->transitions(id);
+        if (!transitions || transitions->empty() || transitions->back().detail.empty())
+            return QStringLiteral("–");
+        return unitEndText(transitions->back().detail);
+    };
     m_table->setRowCount(static_cast<int>(units->size()));
     int row = 0;
     for (const auto& w : *units) {
         const auto& u = w.unit;
         auto set = [&](int col, const QString& text) {
             auto* item = new QTableWidgetItem(text);
+            item->setToolTip(text);
             if (col == 3)
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             m_table->setItem(row, col, item);
         };
         set(0, QString::fromStdString(u.id));
         set(1, u.trainedAtMs ? formatDateTime(*u.trainedAtMs, zone()) : QStringLiteral("–"));
-        set(2, workUnitStateText(u.state));
+        // A unit stopped early (paused, quitting) sent a partial result.
+        const bool partial = u.trainedAtMs && u.steps > 0 && u.steps < u.innerSteps;
+        set(2, partial ? tr("%1 (partial: %2 of %3 steps)")
+                             .arg(workUnitStateText(u.state))
+                             .arg(u.steps)
+                             .arg(u.innerSteps)
+                       : workUnitStateText(u.state));
         set(3, loc.toString(static_cast<qlonglong>(u.tokens)));
         set(4, u.lossFirst && u.lossLast
                    ? QStringLiteral("%1 → %2").arg(loc.toString(*u.lossFirst, 'f', 3),
@@ -224,6 +239,9 @@ void ContributionsPage::refresh() {
                        .arg(loc.toString(w.receipt->weight, 'f', 0),
                             loc.toString(w.receipt->credit, 'f', 1),
                             formatDateTime(w.receipt->receivedAtMs, zone())));
+        else if (u.state == core::WorkUnitState::Abandoned ||
+                 u.state == core::WorkUnitState::Rejected)
+            set(6, endReason(u.id));
         else
             set(6, QStringLiteral("–"));
         ++row;

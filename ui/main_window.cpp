@@ -1,6 +1,7 @@
 #include "main_window.hpp"
 
 #include "app_actions.hpp"
+#include "eliding_label.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 #include "settings_dialog.hpp"
@@ -66,7 +67,7 @@ MainWindow::MainWindow(const UiContext& context, AppActions* actions, QWidget* p
     setCentralWidget(central);
 
     m_stateIcon = new QLabel(this);
-    m_stateText = new QLabel(this);
+    m_stateText = new ElidingLabel(this);
     m_stateText->setObjectName(QStringLiteral("stateText"));
     statusBar()->addWidget(m_stateIcon);
     statusBar()->addWidget(m_stateText, 1);
@@ -99,7 +100,8 @@ MainWindow::MainWindow(const UiContext& context, AppActions* actions, QWidget* p
     auto* about = help->addAction(tr("&About Tandem"));
     about->setMenuRole(QAction::AboutRole);
     connect(about, &QAction::triggered, this, &MainWindow::showAbout);
-    connect(actions->settings, &QAction::triggered, this, &MainWindow::openSettings);
+    connect(actions->settings, &QAction::triggered, this, [this] { openSettings(); });
+    connect(overviewPage(), &OverviewPage::settingsRequested, this, &MainWindow::openSettings);
 
     // Engine signals come in bursts; refresh at most every 250 ms, and every 5 s regardless
     // (times and ETAs move on their own).
@@ -160,7 +162,7 @@ LogPage* MainWindow::logPage() const {
     return static_cast<LogPage*>(page(Log));
 }
 QString MainWindow::statusText() const {
-    return m_stateText->text();
+    return m_stateText->fullText();
 }
 
 void MainWindow::setNotice(const QString& text) {
@@ -171,10 +173,9 @@ void MainWindow::refresh() {
     const auto v = describeState(m_ctx.bridge->snapshot(), m_ctx.bridge->attached(),
                                  m_ctx.bridge->clock().nowMs(), m_ctx.bridge->zone());
     m_stateIcon->setPixmap(stateIcon(v.kind).pixmap(16, 16));
-    m_stateText->setText(v.detail.isEmpty() ? v.headline
-                                            : v.headline + QStringLiteral(" · ") + v.detail);
-    m_stateText->setAccessibleName(m_stateText->text());
-    setWindowTitle(tr("Tandem – %1").arg(v.headline));
+    m_stateText->setFullText(v.detail.isEmpty() ? v.headline
+                                                : v.headline + QStringLiteral(" · ") + v.detail);
+    setWindowTitle(tr("Tandem – %1").arg(elideChars(v.headline, kTooltipChars)));
     // The overview is cheap and carries the state; the others only when visible.
     overviewPage()->refresh();
     if (currentPage() != Overview && isVisible())
@@ -202,10 +203,12 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     }
 }
 
-void MainWindow::openSettings() {
+void MainWindow::openSettings(int tab) {
     if (!m_ctx.settings)
         return;
     SettingsDialog dialog(m_ctx, *m_ctx.settings, this);
+    if (tab >= 0)
+        dialog.showTab(tab);
     if (dialog.exec() == QDialog::Accepted) {
         *m_ctx.settings = dialog.settings();
         emit settingsSaved();

@@ -8,6 +8,10 @@
 #include <QMainWindow>
 
 class QLabel;
+
+namespace tandem::ui {
+class ElidingLabel;
+}
 class QListWidget;
 class QStackedWidget;
 class QTimer;
@@ -49,7 +53,8 @@ class MainWindow final : public QMainWindow {
 
   public slots:
     void refresh();  // the state and the visible page
-    void openSettings();
+    // tab: the page to show first (a SettingsTab), -1 the first.
+    void openSettings(int tab = -1);
     void showAbout();
 
   signals:
@@ -66,7 +71,7 @@ class MainWindow final : public QMainWindow {
     QListWidget* m_nav;
     QStackedWidget* m_pages;
     QLabel* m_stateIcon;
-    QLabel* m_stateText;
+    ElidingLabel* m_stateText;
     QTimer* m_timer;
     bool m_closeToTray = true;
     bool m_refreshQueued = false;

@@ -1,5 +1,6 @@
 #include "async.hpp"
 #include "cost_text.hpp"
+#include "eliding_label.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
@@ -10,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
+#include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
@@ -38,14 +40,30 @@ OverviewPage::OverviewPage(const UiContext& context, QWidget* parent) : Page(con
     m_icon->setAccessibleName(tr("State icon"));
     head->addWidget(m_icon, 0, Qt::AlignTop);
     auto* headText = new QVBoxLayout();
-    m_headline = valueLabel(content, QStringLiteral("headline"));
+    // One line each, elided: no status text can widen the window (the full text is the
+    // tooltip, the details below and the log).
+    m_headline = new ElidingLabel(content);
+    m_headline->setObjectName(QStringLiteral("headline"));
     QFont hf = m_headline->font();
     hf.setPointSizeF(hf.pointSizeF() * 1.5);
     hf.setBold(true);
     m_headline->setFont(hf);
-    m_detail = valueLabel(content, QStringLiteral("detail"));
+    m_detail = new ElidingLabel(content);
+    m_detail->setObjectName(QStringLiteral("detail"));
     headText->addWidget(m_headline);
     headText->addWidget(m_detail);
+    // A problem: its own words (wrapped anywhere), and for one the donor must fix, the
+    // settings page that fixes it.
+    m_problem = valueLabel(content, QStringLiteral("problemDetails"));
+    m_problem->setTextFormat(Qt::PlainText);
+    m_problem->hide();
+    headText->addWidget(m_problem);
+    m_fix = new QPushButton(tr("Open Settings…"), content);
+    m_fix->setObjectName(QStringLiteral("fixButton"));
+    m_fix->hide();
+    connect(m_fix, &QPushButton::clicked, this,
+            [this] { emit settingsRequested(static_cast<int>(m_fixIn)); });
+    headText->addWidget(m_fix, 0, Qt::AlignLeft);
     head->addLayout(headText, 1);
     auto* buttons = new QVBoxLayout();
     m_pause = new QPushButton(content);
@@ -55,7 +73,19 @@ OverviewPage::OverviewPage(const UiContext& context, QWidget* parent) : Page(con
     bf.setPointSizeF(bf.pointSizeF() * 1.2);
     bf.setBold(true);
     m_pause->setFont(bf);
-    connect(m_pause, &QPushButton::clicked, m_ctx.bridge, &EngineBridge::togglePause);
+    // With a unit in training, the button offers the choice (a menu): stop now, or after it.
+    connect(m_pause, &QPushButton::clicked, this, [this] {
+        if (!m_pause->menu())
+            m_ctx.bridge->togglePause();
+    });
+    m_pauseMenu = new QMenu(m_pause);
+    m_pauseNow = m_pauseMenu->addAction(tr("Pause now"));
+    m_pauseNow->setObjectName(QStringLiteral("pauseNowAction"));
+    connect(m_pauseNow, &QAction::triggered, m_ctx.bridge, &EngineBridge::pause);
+    m_finishFirst = m_pauseMenu->addAction(tr("Finish this unit first"));
+    m_finishFirst->setObjectName(QStringLiteral("finishFirstAction"));
+    connect(m_finishFirst, &QAction::triggered, m_ctx.bridge,
+            [bridge = m_ctx.bridge] { bridge->setFinishThenPause(true); });
     m_finish = new QCheckBox(tr("Finish current unit, then pause"), content);
     m_finish->setObjectName(QStringLiteral("finishThenPause"));
     connect(m_finish, &QCheckBox::toggled, m_ctx.bridge, &EngineBridge::setFinishThenPause);
@@ -125,10 +155,13 @@ void OverviewPage::refresh() {
     const StateView v = describeState(s, attached, now, zone());
     m_icon->setPixmap(stateIcon(v.kind).pixmap(48, 48));
     m_icon->setToolTip(v.headline);
-    m_headline->setText(v.headline);
-    m_headline->setAccessibleName(v.headline);
-    m_detail->setText(v.detail);
+    m_headline->setFullText(v.headline);
+    m_detail->setFullText(v.detail);
     m_detail->setVisible(!v.detail.isEmpty());
+    m_problem->setText(breakableText(v.problemDetail));
+    m_problem->setVisible(!v.problemDetail.isEmpty());
+    m_fixIn = v.fixIn;
+    m_fix->setVisible(v.fixIn != SettingsTab::None);
     const QString idleReason =
         attached && m_ctx.settings && m_ctx.settings->rules.onlyWhenIdle && m_ctx.idleUnknownReason
             ? m_ctx.idleUnknownReason()
@@ -146,6 +179,22 @@ void OverviewPage::refresh() {
         m_finish->setChecked(s.finishThenPause);
     }
     m_finish->setEnabled(attached && !held);
+    // Pausing mid-unit: now (the unit's steps so far are sent as a partial result once the
+    // coordinator's minimum is reached, else kept to resume), or when the unit is done.
+    const bool choice = attached && !held && !s.finishThenPause &&
+                        s.state == core::EngineState::Training && s.current;
+    m_pause->setMenu(choice ? m_pauseMenu : nullptr);
+    if (choice) {
+        const auto& c = *s.current;
+        m_finishFirst->setText(
+            c.etaMs ? tr("Finish this unit first (about %1)").arg(formatDuration(*c.etaMs))
+                    : tr("Finish this unit first"));
+        m_pauseNow->setToolTip(
+            c.minSteps && c.step >= *c.minSteps
+                ? tr("Stops at the current step and sends the %1 steps done so far.").arg(c.step)
+                : tr("Stops at the current step and keeps the unit's progress to continue it "
+                     "later."));
+    }
 
     m_device->setText(s.device.empty() ? tr("not chosen yet") : QString::fromStdString(s.device));
     if (s.current) {
@@ -167,7 +216,10 @@ void OverviewPage::refresh() {
             m_progress->setValue(static_cast<int>(c.step));
             m_progress->setFormat(tr("step %v of %m"));
         }
-        m_eta->setText(!c.etaMs          ? tr("measuring…")
+        // Held (paused, snoozed, waiting): no time left or speed from before the hold.
+        const bool running = s.state == core::EngineState::Training;
+        m_eta->setText(!running          ? QStringLiteral("–")
+                       : !c.etaMs        ? tr("measuring…")
                        : *c.etaMs < 1000 ? tr("under a second")
                                          : tr("about %1").arg(formatDuration(*c.etaMs)));
     } else {
@@ -177,7 +229,7 @@ void OverviewPage::refresh() {
         m_progress->setFormat(QString());
         m_eta->setText(QStringLiteral("–"));
     }
-    m_speed->setText(s.tokensPerSecond > 0
+    m_speed->setText(s.tokensPerSecond > 0 && s.state == core::EngineState::Training
                          ? tr("%1 tokens/s").arg(QLocale().toString(s.tokensPerSecond, 'f', 0))
                          : QStringLiteral("–"));
     m_loss->setText(s.stepLoss ? QLocale().toString(*s.stepLoss, 'f', 3) : QStringLiteral("–"));
@@ -191,8 +243,8 @@ void OverviewPage::refresh() {
                                       .arg(QLocale().toString(u.credit, 'f', 1)));
         else
             m_lastUpload->setText(
-                tr("work unit %1 refused %2: %3")
-                    .arg(QString::fromStdString(u.id), when, QString::fromStdString(u.detail)));
+                tr("work unit %1 not counted %2: %3")
+                    .arg(QString::fromStdString(u.id), when, unitEndText(u.detail)));
     } else {
         m_lastUpload->setText(tr("none yet"));
     }

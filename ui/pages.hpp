@@ -4,12 +4,14 @@
 #pragma once
 
 #include "services.hpp"
+#include "state_view.hpp"
 #include "ui_context.hpp"
 
 #include <QWidget>
 
 #include <map>
 
+class QAction;
 class QBarSeries;
 class QBarSet;
 class QBarCategoryAxis;
@@ -22,6 +24,7 @@ class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QLineSeries;
+class QMenu;
 class QProgressBar;
 class QPushButton;
 class QScatterSeries;
@@ -30,6 +33,8 @@ class QTableWidget;
 class QValueAxis;
 
 namespace tandem::ui {
+
+class ElidingLabel;
 
 class Page : public QWidget {
     Q_OBJECT
@@ -66,12 +71,19 @@ class OverviewPage final : public Page {
     void setNotice(const QString& text);  // e.g. "no system tray"
     QString costsText() const;
 
+  signals:
+    // The "needs attention" button: open the settings at that page (a SettingsTab).
+    void settingsRequested(int tab);
+
   private:
     void refreshCosts(double tokensPerSecond);
 
     QLabel* m_icon;
-    QLabel* m_headline;
-    QLabel* m_detail;
+    ElidingLabel* m_headline;
+    ElidingLabel* m_detail;
+    QLabel* m_problem;   // a problem's own words
+    QPushButton* m_fix;  // opens the settings page that fixes it
+    SettingsTab m_fixIn = SettingsTab::None;
     QLabel* m_notice;
     QLabel* m_idleNote;  // "only when idle" on, idle time unknown
     QLabel* m_device;
@@ -88,6 +100,9 @@ class OverviewPage final : public Page {
     int64_t m_costRunAtMs = 0;
     bool m_costRunAsked = false;
     QPushButton* m_pause;
+    QMenu* m_pauseMenu;      // "Pause now", "Finish this unit first (about N s)"
+    QAction* m_pauseNow;     // objectName pauseNowAction
+    QAction* m_finishFirst;  // objectName finishFirstAction
     QCheckBox* m_finish;
 };
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "model_config.hpp"
+#include "problem.hpp"
 #include "settings.hpp"
 
 #include <QString>
@@ -34,6 +35,9 @@ struct DeviceReport {
 struct BandwidthReport {
     bool ok = false;
     QString error;  // what went wrong, when !ok
+    // When !ok: the kind of trouble (a wrong pin or an untrusted certificate must be fixed
+    // before joining; an unreachable coordinator may be measured again later).
+    core::Problem problem = core::Problem::None;
     double downMbitPerSecond = 0;
     double upMbitPerSecond = 0;
     double latencyMs = 0;

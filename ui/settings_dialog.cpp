@@ -421,6 +421,15 @@ void SettingsDialog::load(const core::Settings& s) {
     m_caFile->setText(QString::fromStdString(s.caFile));
 }
 
+void SettingsDialog::showTab(int tab) {
+    if (tab >= 0 && tab < m_tabs->count())
+        m_tabs->setCurrentIndex(tab);
+}
+
+int SettingsDialog::currentTab() const {
+    return m_tabs->currentIndex();
+}
+
 core::Settings SettingsDialog::settings() const {
     core::Settings s = m_original;
     const QString device = m_device->currentData().toString();

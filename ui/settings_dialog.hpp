@@ -44,6 +44,9 @@ class SettingsDialog final : public QDialog {
     // The problems found by the last OK (empty when it saved).
     QStringList issues() const { return m_issues; }
     void setDevices(const DeviceReport& report);
+    // Shows one page first (a SettingsTab: 0 General ... 3 Coordinator).
+    void showTab(int tab);
+    int currentTab() const;
 
     // Field access for tests and the wizard.
     QComboBox* deviceBox() const { return m_device; }

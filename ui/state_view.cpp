@@ -1,8 +1,11 @@
 #include "state_view.hpp"
 
+#include "unit_end.hpp"
+
 #include <QCoreApplication>
 #include <QLocale>
 #include <QtGlobal>
+#include <algorithm>
 
 // The resources of the static library (icons) are registered once, before the first use.
 static void initTandemUiResources() {
@@ -25,6 +28,52 @@ QString fromStd(const std::string& s) {
     return QString::fromStdString(s);
 }
 }  // namespace
+
+// A Backoff as the donor should see it: transient trouble is a wait with its retry time, a
+// problem only the donor can fix says so in one line and names the settings page.
+static void describeProblem(const core::EngineSnapshot& s, int64_t nowMs,
+                            const core::TimeZone& zone, StateView& v) {
+    using core::Problem;
+    const QString at =
+        s.nextActionAtMs ? formatLocalTime(*s.nextActionAtMs, nowMs, zone) : tr("soon");
+    v.problemDetail = fromStd(s.problemDetail.empty() ? s.reason : s.problemDetail);
+    v.needsAttention = core::needsAttention(s.problem);
+    v.kind = v.needsAttention ? StateKind::Error : StateKind::Waiting;
+    switch (s.problem) {
+        case Problem::Unreachable:
+            v.headline = tr("Can't reach the training server; retrying at %1").arg(at);
+            return;
+        case Problem::ServerBusy:
+            v.headline = tr("The training server is busy; retrying at %1").arg(at);
+            return;
+        case Problem::WrongPin:
+            v.headline = tr("Needs attention: the server's key does not match the pin in Settings");
+            v.fixIn = SettingsTab::Coordinator;
+            return;
+        case Problem::Certificate:
+            v.headline = tr("Needs attention: the server's certificate is not trusted");
+            v.fixIn = SettingsTab::Coordinator;
+            return;
+        case Problem::Unauthorized:
+            v.headline = tr("Needs attention: the training server refused this computer");
+            v.fixIn = SettingsTab::Coordinator;
+            return;
+        case Problem::ProtocolMismatch:
+            v.headline =
+                tr("Needs attention: this Tandem and the server's do not match; update "
+                   "Tandem");
+            return;
+        case Problem::DiskFull:
+            v.headline = tr("Needs attention: the disk with Tandem's data is full");
+            v.fixIn = SettingsTab::General;
+            return;
+        case Problem::None:
+        case Problem::Other:
+            break;
+    }
+    v.kind = StateKind::Error;
+    v.headline = tr("Something went wrong; retrying at %1").arg(at);
+}
 
 StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t nowMs,
                         const core::TimeZone& zone) {
@@ -75,9 +124,7 @@ StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t no
                                               : tr("Waiting: %1").arg(fromStd(s.reason));
                 break;
             case EngineState::Backoff:
-                v.kind = StateKind::Error;
-                v.headline = tr("Error: %1")
-                                 .arg(s.reason.empty() ? fromStd(s.lastError) : fromStd(s.reason));
+                describeProblem(s, nowMs, zone, v);
                 break;
             case EngineState::Stopped:
                 v.kind = StateKind::Paused;
@@ -105,14 +152,35 @@ StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t no
                          .arg(100 * s.upload->bytesDone / s.upload->bytesTotal);
         if (s.finishThenPause && v.kind == StateKind::Working)
             parts << tr("pauses after this unit");
-        if (!s.nextAction.empty() && v.kind != StateKind::Working)
+        // A backoff's headline already says when it retries.
+        if (!s.nextAction.empty() && v.kind != StateKind::Working &&
+            s.state != EngineState::Backoff)
             parts << tr("next: %1").arg(fromStd(s.nextAction));
         v.detail = parts.join(QStringLiteral("; "));
     }
-    v.tooltip = QStringLiteral("Tandem\n") + v.headline;
-    if (!v.detail.isEmpty())
-        v.tooltip += QLatin1Char('\n') + v.detail;
+    v.tooltip = elideChars(tr("Tandem: %1").arg(v.headline), kTooltipChars);
     return v;
+}
+
+QString elideChars(const QString& text, int maxChars) {
+    if (text.size() <= maxChars)
+        return text;
+    return text.left(std::max(0, maxChars - 1)).trimmed() + QChar(0x2026);
+}
+
+QString breakableText(const QString& text) {
+    QString out;
+    out.reserve(text.size() + text.size() / 24);
+    int run = 0;
+    for (const QChar c : text) {
+        run = c.isSpace() ? 0 : run + 1;
+        if (run > 24) {
+            out += QChar(0x200B);
+            run = 1;
+        }
+        out += c;
+    }
+    return out;
 }
 
 QString idleUnknownNotice(const QString& reason) {
@@ -181,6 +249,34 @@ QString workUnitStateText(core::WorkUnitState state) {
             return tr("Abandoned");
     }
     return {};
+}
+
+QString unitEndText(const std::string& detail) {
+    using R = core::UnitEndReason;
+    const auto reason = core::unitEndReasonFromCode(detail);
+    if (!reason)
+        return fromStd(detail);
+    switch (*reason) {
+        case R::HeldTooLong:
+            return tr(
+                "This computer was paused, asleep or offline for longer than the training "
+                "server keeps a work unit, before enough of it was trained to send.");
+        case R::RunMovedOn:
+            return tr(
+                "The training moved on while this work unit waited, so its result would "
+                "no longer count.");
+        case R::Stalled:
+            return tr("The training server saw no progress on this work unit for too long.");
+        case R::Released:
+            return tr("Given back to the training server: this computer could not continue it.");
+        case R::NotHeld:
+            return tr("The training server no longer kept this work unit for this computer.");
+        case R::AlreadyAccepted:
+            return tr("Its result had already been counted.");
+        case R::Other:
+            break;
+    }
+    return tr("The training server gave this work unit up (the log says why).");
 }
 
 QString formatBytes(int64_t bytes) {

@@ -12,12 +12,29 @@ namespace tandem::ui {
 // The four looks of the tray icon.
 enum class StateKind { Working, Paused, Waiting, Error };
 
+// The settings page that fixes a problem that needs the donor (SettingsDialog's tabs).
+enum class SettingsTab { None = -1, General = 0, Rules = 1, Network = 2, Coordinator = 3 };
+
 struct StateView {
     StateKind kind = StateKind::Waiting;
-    QString headline;  // "Working: training", "Paused", "Snoozed until 18:00", "Error: ..."
-    QString detail;    // progress and the next action, may be empty
-    QString tooltip;   // "Tandem\n<headline>\n<detail>"
+    // One short line each: "Working: training", "Paused", "Can't reach the training server;
+    // retrying at 14:06", "Needs attention: ..."; shown elided where space is short.
+    QString headline;
+    QString detail;   // progress and the next action, may be empty
+    QString tooltip;  // one short line: "Tandem: <headline>" (elided)
+    // A problem the donor must fix: Error kind, the headline says it, fixIn opens the page.
+    bool needsAttention = false;
+    SettingsTab fixIn = SettingsTab::None;
+    QString problemDetail;  // the failure's own words, for a details view (also in the log)
 };
+
+// The one-line tooltip of the tray: "Tandem: " + headline, at most kTooltipChars characters.
+inline constexpr int kTooltipChars = 64;
+// text cut to at most maxChars characters, ending in "…" when cut.
+QString elideChars(const QString& text, int maxChars);
+// text with a break opportunity (U+200B) inside every run of 24 characters without a space, so
+// that a word-wrapped label can wrap a long key, URL or path instead of widening its window.
+QString breakableText(const QString& text);
 
 // attached: an engine runs (false before a coordinator is chosen).
 StateView describeState(const core::EngineSnapshot& snapshot, bool attached, int64_t nowMs,
@@ -31,6 +48,10 @@ QString stateKindName(StateKind kind);
 // A work unit's ledger state in words: "Training", "Waiting for its receipt", "Accepted", ...
 QString workUnitStateText(
     core::WorkUnitState state);  // "working", "paused", "waiting", "error" (tests, a11y)
+
+// Why a unit ended without counting, in plain words: the ledger's detail is a code of
+// core/unit_end.hpp ("held_too_long", ...) or, for older rows and local errors, text as it is.
+QString unitEndText(const std::string& detail);
 
 // Small formatting helpers shared by the pages.
 QString formatBytes(int64_t bytes);            // core::formatBytes: "1.5 GB"

@@ -3,6 +3,7 @@
 #include "app_actions.hpp"
 #include "engine_bridge.hpp"
 #include "main_window.hpp"
+#include "state_view.hpp"
 #include "ui_prefs.hpp"
 
 #include <QAction>
@@ -103,9 +104,31 @@ void TrayController::onClosedToTray() {
         return;
     if (m_ctx.prefs)
         m_ctx.prefs->setFlag(QStringLiteral("notice/closedToTray"));
-    notify(tr("Tandem keeps working"),
-           tr("Tandem is still contributing in the background. Open it or quit it from its icon "
-              "in the tray."));
+    // The balloon tells the real state: working, paused, or waiting (and why).
+    const StateView v = describeState(m_ctx.bridge->snapshot(), m_ctx.bridge->attached(),
+                                      m_ctx.bridge->clock().nowMs(), m_ctx.bridge->zone());
+    switch (v.kind) {
+        case StateKind::Working:
+            notify(tr("Tandem keeps working"),
+                   tr("Tandem is still contributing in the background. Open it or quit it from "
+                      "its icon in the tray."));
+            break;
+        case StateKind::Paused:
+            notify(
+                tr("Tandem is in the tray"),
+                tr("%1. Resume, open or quit Tandem from its icon in the tray.").arg(v.headline));
+            break;
+        case StateKind::Waiting:
+            notify(tr("Tandem is in the tray"),
+                   tr("%1. Tandem goes on by itself; open it from its icon in the tray.")
+                       .arg(v.headline));
+            break;
+        case StateKind::Error:
+            notify(
+                tr("Tandem is in the tray"),
+                tr("%1. Open Tandem from its icon in the tray to see what to do.").arg(v.headline));
+            break;
+    }
 }
 
 void TrayController::onWorkUnitSettled(const QString& id, int state) {

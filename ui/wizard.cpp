@@ -125,7 +125,9 @@ FirstRunWizard::FirstRunWizard(const UiContext& context, const core::Settings& i
     setPage(CoordinatorPage, coord);
 
     // 3. Bandwidth
-    auto* bw = new BusyPage([this] { return !m_measuring; }, this);
+    // A wrong pin or an untrusted certificate: no going on until the coordinator page is right.
+    auto* bw = new BusyPage(
+        [this] { return !m_measuring && !core::needsAttention(m_bandwidth.problem); }, this);
     bw->setTitle(tr("Your connection"));
     bw->setSubTitle(
         tr("Tandem measures the link to the coordinator (about 12 MB, up to 20 "
@@ -268,6 +270,9 @@ bool FirstRunWizard::validateCurrentPage() {
         m_urlError->setText(problems.join(QLatin1Char('\n')));
         return problems.isEmpty();
     }
+    // The Next button is off too; this also holds for keyboard and programmatic next().
+    if (currentId() == BandwidthPage && core::needsAttention(m_bandwidth.problem))
+        return false;
     if (currentId() == CostsPage) {
         m_issues.clear();
         for (const auto& issue : core::validate(settings()))
@@ -312,12 +317,26 @@ void FirstRunWizard::measure() {
             if (m_ctx.prefs)
                 rememberCostFacts(*m_ctx.prefs, r.speed, m_hours->value());
             const QLocale loc;
-            if (!r.bw.ok) {
+            if (!r.bw.ok && r.bw.problem == core::Problem::WrongPin) {
+                m_measured = false;
+                m_bwLabel->setText(
+                    tr("The coordinator's key does not match the pinned key you entered, so "
+                       "Tandem cannot trust it. Go back and correct the pin (the coordinator "
+                       "prints it at start), or leave it empty for a coordinator with a "
+                       "certificate from a known authority.\n\n%1")
+                        .arg(breakableText(r.bw.error)));
+            } else if (!r.bw.ok && core::needsAttention(r.bw.problem)) {
+                m_measured = false;
+                m_bwLabel->setText(
+                    tr("The coordinator's certificate is not trusted. Go back and enter its pinned "
+                       "key (the coordinator prints it at start).\n\n%1")
+                        .arg(breakableText(r.bw.error)));
+            } else if (!r.bw.ok) {
                 m_measured = false;
                 m_bwLabel->setText(tr("The measurement failed: %1\n\nCheck the address on the "
                                       "previous page, or continue: Tandem can measure again "
                                       "later from its Network page.")
-                                       .arg(r.bw.error));
+                                       .arg(breakableText(r.bw.error)));
             } else {
                 m_measured = true;
                 m_bwLabel->setText(tr("Download: %1 Mbit/s\nUpload: %2 Mbit/s\nLatency: %3 ms")

@@ -133,6 +133,50 @@ class TestCoordinatorIntake : public QObject {
         QCOMPARE(totalTokens(f), int64_t{100});
     }
 
+    // A worker paused mid-unit uploads what it has: a result with fewer steps than assigned is
+    // accepted from the stated minimum on (the heartbeat states it: the run's shortest unit, 2
+    // steps here) and weighted by the tokens it trained; below it, 422 too_few_steps.
+    void acceptsAPartialResultFromTheStatedMinimum() {
+        DirectCoordinator f(config());
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto a = f.registerClient("a");
+        const int64_t P = f.coordinator().parameterCount();
+        const auto m = f.work(a);
+        QCOMPARE(m.innerSteps, 8);
+        auto hb = f.coordinator().progress(a.id, m.workUnitId, net::ProgressReport{1}.toJson());
+        QVERIFY(hb.ok());
+        QCOMPARE(hb.value().action, std::string("continue"));
+        QCOMPARE(hb.value().minSteps, 2);
+        const int64_t tokensPerStep = int64_t{m.batch} * m.seqLen;  // 2 x 16
+        auto partial = [&](int steps, int64_t tokens) {
+            auto r = buildResult(m, patternDelta(P, 1), a.key, tokens);
+            r.header.steps = steps;
+            r.body = net::buildResult(r.header, patternDelta(P, 1));
+            r.header = *net::parseResultHeader(r.body);
+            r.signature = net::toBase64(a.key.sign(net::resultDigest(r.header)));
+            return r;
+        };
+        auto one = f.upload(a, partial(1, tokensPerStep));
+        QCOMPARE(one.refusal().httpStatus, 422);
+        QCOMPARE(one.refusal().code, std::string("too_few_steps"));
+        QVERIFY2(
+            one.refusal().message.find("needs at least 2 (of 8 assigned)") != std::string::npos,
+            one.refusal().message.c_str());
+        // More tokens than its steps can have trained: refused, whatever H allows.
+        auto inflated = f.upload(a, partial(3, 4 * tokensPerStep));
+        QCOMPARE(inflated.refusal().code, std::string("bad_header"));
+        QVERIFY2(
+            inflated.refusal().message.find("a step trains at most 32 tokens") != std::string::npos,
+            inflated.refusal().message.c_str());
+        QCOMPARE(totalTokens(f), int64_t{0});
+        auto three = f.upload(a, partial(3, 3 * tokensPerStep));
+        QVERIFY2(three.ok(), three.ok() ? "" : three.refusal().message.c_str());
+        auto receipt = net::Receipt::fromJson(three.value());
+        QCOMPARE(receipt->weight, double(3 * tokensPerStep));
+        QCOMPARE(receipt->credit, std::optional<int64_t>(3 * tokensPerStep));
+        QCOMPARE(totalTokens(f), 3 * tokensPerStep);
+    }
+
     void aRefusalChangesNothing() {
         DirectCoordinator f(config());
         QVERIFY2(f.t().ok(), f.t().error().c_str());

@@ -57,6 +57,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
     int64_t noWorkRetryAfterMs = 60000;
     bool blockUploads = false;  // uploads wait until cleared
     bool abandonOnProgress = false;
+    int minSteps = 0;  // the partial-result minimum a heartbeat's answer states (0: none)
     bool abandonFinishedUnits = false;  // "abandon" to the heartbeat sent before an upload
     bool badReceiptKey = false;
     double staleWeight = 1.0;    // the receipt's weight: tokens x this (0.5: one version late)
@@ -269,6 +270,8 @@ class FakeCoordinator final : public core::CoordinatorApi {
         if (abandonOnProgress || (abandonFinishedUnits && report.step == m_innerSteps)) {
             r.action = "abandon";
             r.reason = "no heartbeat for 181 s; its data was reassigned";
+        } else {
+            r.minSteps = minSteps;
         }
         return r;
     }

@@ -124,6 +124,47 @@ class TestEngineBackoff : public QObject {
         QVERIFY(!b.waitIfEarly());
     }
 
+    // The snapshot says what kind of trouble a backoff is, as a code (the UI words it): the
+    // transport's kind where it knows, else the HTTP status and the words; cleared once the
+    // state moves on.
+    void backoffCarriesTheProblemAsACode() {
+        EnginePartsFixture f(exactDelays());
+        QVERIFY(f.shared);
+        EngineBackoff b(*f.shared);
+        auto problemAfter = [&](const ApiFailure& failure) {
+            b.fail("asking for work failed", failure);
+            b.waitIfEarly();
+            f.clock.advanceMs(60000);
+            return f.snap().problem;
+        };
+        ApiFailure refused = apiFailure("connection refused by 127.0.0.1:9", true);
+        refused.problem = Problem::Unreachable;
+        QCOMPARE(problemAfter(refused), Problem::Unreachable);
+        QCOMPARE(f.snap().problemDetail,
+                 std::string("asking for work failed: connection refused by 127.0.0.1:9"));
+        ApiFailure pin = apiFailure("the server's public key is not the pinned one", true);
+        pin.problem = Problem::WrongPin;
+        QCOMPARE(problemAfter(pin), Problem::WrongPin);
+        QVERIFY(needsAttention(f.snap().problem));
+        QCOMPARE(problemAfter(apiFailure("unknown token", false, {}, "unauthorized", 401)),
+                 Problem::Unauthorized);
+        QCOMPARE(problemAfter(apiFailure("busy", true, {}, "busy", 503)), Problem::ServerBusy);
+        QVERIFY(!needsAttention(f.snap().problem));
+        b.failLocal("cannot write /data/ckpt: No space left on device");
+        b.waitIfEarly();
+        QCOMPARE(f.snap().problem, Problem::DiskFull);
+        f.clock.advanceMs(60000);
+        QCOMPARE(problemAfter(apiFailure(
+                     "manifest: protocol version 3 is not supported, expected 2", false)),
+                 Problem::ProtocolMismatch);
+        QCOMPARE(problemAfter(apiFailure("odd answer", true)), Problem::Other);
+        // Idle (no work) is no problem.
+        b.idleUntil(f.clock.nowMs() + 30000, "no work available");
+        QVERIFY(b.waitIfEarly());
+        QCOMPARE(f.snap().problem, Problem::None);
+        QVERIFY(f.snap().problemDetail.empty());
+    }
+
     void noWorkIsIdleAndResetsTheAttempts() {
         EnginePartsFixture f(exactDelays());
         QVERIFY(f.shared);

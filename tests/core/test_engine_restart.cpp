@@ -167,6 +167,28 @@ class TestEngineRestart : public QObject {
         QCOMPARE(api.accepted.count(1), size_t{1});
         QVERIFY(api.accepted[1] == ref.accepted[1]);
     }
+
+    // "Last upload" after a restart comes from the ledger, not "none yet".
+    void lastUploadComesFromTheLedgerAfterARestart() {
+        FakeCoordinator api;
+        QTemporaryDir dir;
+        const fs::path data = fs::path(dir.path().toStdString()) / "data";
+        {
+            Harness h(api, data);
+            h.cfg.maxWorkUnits = 2;
+            QVERIFY(h.make().ok());
+            h.engine->start();
+            QVERIFY(h.waitState(EngineState::Stopped));
+            h.engine->wait();
+        }
+        Harness h(api, data);
+        QVERIFY(h.make().ok());
+        const auto last = h.snap().lastUpload;
+        QVERIFY(last);
+        QCOMPARE(last->state, WorkUnitState::Accepted);
+        QCOMPARE(last->id, std::string("2"));
+        QCOMPARE(last->credit, double(6 * 2 * 16));  // the receipt's credit: its tokens
+    }
 };
 
 QTEST_APPLESS_MAIN(TestEngineRestart)

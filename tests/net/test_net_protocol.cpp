@@ -183,6 +183,14 @@ class TestNetProtocol : public QObject {
         QCOMPARE(rb->action, std::string("abandon"));
         QCOMPARE(rb->reason, r.reason);
         QVERIFY(!ProgressReply::fromJson(R"({"action":"explode"})"));
+        QCOMPARE(rb->minSteps, 0);  // not stated: not in the JSON either
+        QVERIFY(!contains(r.toJson(), "min_steps"));
+        ProgressReply stated{"continue", "", 5};
+        QCOMPARE(stated.toJson(), std::string(R"({"action":"continue","min_steps":5})"));
+        QCOMPARE(ProgressReply::fromJson(stated.toJson())->minSteps, 5);
+        QVERIFY(contains(
+            ProgressReply::fromJson(R"({"action":"continue","min_steps":-1})").error().message,
+            "min_steps"));
     }
     void receiptSigned() {
         auto key = SigningKey::generate();

@@ -97,6 +97,54 @@ class TestUiPages : public QObject {
         QCOMPARE(t->item(2, 4)->text(), QStringLiteral("5.500 → 4.250"));
     }
 
+    // A unit that did not count says why in plain words; a partial one says how far it got.
+    void contributionsSayWhyAUnitDidNotCount() {
+        QTemporaryDir dir;
+        auto ledger = core::Ledger::open((dir.path() + QStringLiteral("/ledger.db")).toStdString());
+        QVERIFY(ledger.ok());
+        core::Ledger& l = **ledger;
+        auto unit = [&](const char* id, int64_t steps, int64_t createdMs) {
+            core::WorkUnitRecord u;
+            u.id = id;
+            u.run = "1";
+            u.device = "cpu";
+            u.innerSteps = 100;
+            u.steps = steps;
+            u.tokens = steps * 256;
+            u.createdAtMs = createdMs;
+            u.updatedAtMs = createdMs;
+            must(l.recordWorkUnit(u));
+        };
+        unit("201", 12, kNowMs - 3000'000);
+        must(l.recordTransition("201", core::WorkUnitState::Training, kNowMs - 2900'000));
+        must(l.recordTransition("201", core::WorkUnitState::Abandoned, kNowMs - 2000'000,
+                                "held_too_long"));
+        unit("202", 40, kNowMs - 1000'000);
+        must(l.recordTransition("202", core::WorkUnitState::Trained, kNowMs - 900'000));
+        must(l.recordTransition("202", core::WorkUnitState::Rejected, kNowMs - 800'000,
+                                "the norm is 40 times the reference"));
+        ui::EngineBridge bridge(m_clock, m_zone);
+        bridge.setLedger(ledger->get());
+        ui::UiContext ctx = m_ctx;
+        ctx.bridge = &bridge;
+        ui::ContributionsPage page(ctx, nullptr);
+        page.refresh();
+        QTableWidget* t = page.table();
+        QCOMPARE(t->rowCount(), 2);
+        QCOMPARE(t->item(0, 0)->text(), QStringLiteral("202"));
+        QCOMPARE(t->item(0, 2)->text(),
+                 QStringLiteral("Refused by the coordinator (partial: 40 of 100 steps)"));
+        QCOMPARE(t->item(0, 6)->text(), QStringLiteral("the norm is 40 times the reference"));
+        QCOMPARE(t->item(1, 2)->text(), QStringLiteral("Abandoned"));
+        QVERIFY2(t->item(1, 6)->text().startsWith(
+                     QStringLiteral("This computer was paused, asleep or offline for longer")),
+                 qPrintable(t->item(1, 6)->text()));
+        QCOMPARE(t->item(1, 6)->toolTip(), t->item(1, 6)->text());
+        QCOMPARE(ui::unitEndText("run_moved_on"),
+                 QStringLiteral("The training moved on while this work unit waited, so its "
+                                "result would no longer count."));
+    }
+
     void performance() {
         ui::PerformancePage page(m_ctx, nullptr);
         page.setRange(ui::PerformancePage::Range::Hour);
@@ -367,7 +415,7 @@ class TestUiPages : public QObject {
         QCOMPARE(v.kind, ui::StateKind::Working);
         QCOMPARE(v.headline, QStringLiteral("Working: training"));
         QCOMPARE(v.detail, QStringLiteral("Work unit 17: step 40 of 120; pauses after this unit"));
-        QCOMPARE(v.tooltip, QStringLiteral("Tandem\nWorking: training\n") + v.detail);
+        QCOMPARE(v.tooltip, QStringLiteral("Tandem: Working: training"));
         s.state = core::EngineState::Snoozed;
         s.snoozedUntilMs = kNowMs + 3 * 3600'000;
         v = ui::describeState(s, true, kNowMs, m_zone);
@@ -382,9 +430,12 @@ class TestUiPages : public QObject {
         QVERIFY(v.detail.endsWith(QStringLiteral("next: check again when it changes")));
         s.state = core::EngineState::Backoff;
         s.reason = "request work: connection refused";
+        s.problem = core::Problem::Unreachable;
+        s.nextActionAtMs = kNowMs + 60'000;
         v = ui::describeState(s, true, kNowMs, m_zone);
-        QCOMPARE(v.kind, ui::StateKind::Error);
-        QCOMPARE(v.headline, QStringLiteral("Error: request work: connection refused"));
+        QCOMPARE(v.kind, ui::StateKind::Waiting);  // a wait, not an error
+        QCOMPARE(v.headline, QStringLiteral("Can't reach the training server; retrying at 12:01"));
+        QVERIFY(!v.detail.contains(QStringLiteral("next:")));  // said once, in the headline
         s.state = core::EngineState::Uploading;
         s.upload = core::UploadInFlight{"16", 500, 1000, 1e6};
         v = ui::describeState(s, true, kNowMs, m_zone);

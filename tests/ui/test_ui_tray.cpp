@@ -2,6 +2,7 @@
 // model): each action changes the engine's state, and the state shown by the tray icon, its
 // tooltip, the window's status bar and the Overview headline change with it, alike.
 #include "app_actions.hpp"
+#include "eliding_label.hpp"
 #include "engine.hpp"
 #include "fake_coordinator.hpp"
 #include "main_window.hpp"
@@ -13,6 +14,7 @@
 #include <QAction>
 #include <QLabel>
 #include <QMenu>
+#include <QPushButton>
 #include <QSignalSpy>
 
 // Generous limits: the engine runs on its own threads, slower on a loaded CI machine. (Polling
@@ -61,14 +63,17 @@ class TestUiTray : public QObject {
                s == core::EngineState::Training || s == core::EngineState::Uploading;
     }
     QString headline() const {
-        return m_window->overviewPage()->findChild<QLabel*>(QStringLiteral("headline"))->text();
+        return m_window->overviewPage()
+            ->findChild<ui::ElidingLabel*>(QStringLiteral("headline"))
+            ->fullText();
     }
     // Icon, tooltip, status bar and overview tell the same story.
     void checkShownAlike(ui::StateKind kind, const QString& headlineStart) {
         QTRY_COMPARE(m_tray->shownKind(), kind);
         QTRY_VERIFY2(headline().startsWith(headlineStart), qPrintable(headline()));
-        QTRY_VERIFY2(m_tray->toolTip().startsWith(QStringLiteral("Tandem\n") + headline()),
-                     qPrintable(m_tray->toolTip()));
+        // The tooltip is one short line.
+        QTRY_COMPARE(m_tray->toolTip(),
+                     ui::elideChars(QStringLiteral("Tandem: ") + headline(), ui::kTooltipChars));
         QTRY_VERIFY2(m_window->statusText().startsWith(headline()),
                      qPrintable(m_window->statusText()));
     }
@@ -116,7 +121,42 @@ class TestUiTray : public QObject {
         QCOMPARE(names,
                  QStringList({"actionOpen", "actionPauseResume", "actionSnooze1h", "actionSnooze3h",
                               "actionSnoozeTomorrow", "actionFinishThenPause", "actionQuit"}));
-        QCOMPARE(menuAction(menu, "actionPauseResume")->text(), QStringLiteral("&Pause"));
+        // With a unit in training, pausing says that it stops now (finishing first is the other
+        // entry, with the time it takes).
+        QTRY_COMPARE(engineState(), core::EngineState::Training);
+        m_actions->update();
+        QCOMPARE(menuAction(menu, "actionPauseResume")->text(), QStringLiteral("&Pause now"));
+        QTRY_VERIFY2(menuAction(menu, "actionFinishThenPause")
+                         ->text()
+                         .startsWith(QStringLiteral("&Finish this unit first (about ")),
+                     qPrintable(menuAction(menu, "actionFinishThenPause")->text()));
+    }
+
+    // The Overview's Pause button offers both ways while a unit trains: "Pause now" stops at
+    // the current step, "Finish this unit first (about N s)" sets the flag.
+    void pauseButtonOffersNowOrAfterTheUnit() {
+        QTRY_COMPARE(engineState(), core::EngineState::Training);
+        auto* button =
+            m_window->overviewPage()->findChild<QPushButton*>(QStringLiteral("pauseButton"));
+        QVERIFY(button);
+        QTRY_VERIFY(button->menu() != nullptr);
+        auto* now = button->menu()->findChild<QAction*>(QStringLiteral("pauseNowAction"));
+        auto* after = button->menu()->findChild<QAction*>(QStringLiteral("finishFirstAction"));
+        QVERIFY(now && after);
+        QVERIFY(button->menu()->actions().contains(now));
+        QTRY_VERIFY2(after->text().startsWith(QStringLiteral("Finish this unit first (about ")),
+                     qPrintable(after->text()));
+        now->trigger();
+        QTRY_COMPARE(engineState(), core::EngineState::Paused);
+        QTRY_VERIFY(button->menu() == nullptr);  // paused: the button resumes
+        QTRY_VERIFY(button->text().contains(QStringLiteral("Resume")));
+        button->click();
+        QTRY_COMPARE(engineState(), core::EngineState::Training);
+        QTRY_VERIFY(button->menu() != nullptr);
+        after->trigger();
+        QTRY_VERIFY(m_engine->snapshot().finishThenPause);
+        m_bridge->setFinishThenPause(false);
+        QTRY_VERIFY(!m_engine->snapshot().finishThenPause);
     }
 
     void pauseAndResume() {
@@ -125,10 +165,21 @@ class TestUiTray : public QObject {
         QTRY_COMPARE(engineState(), core::EngineState::Paused);
         checkShownAlike(ui::StateKind::Paused, QStringLiteral("Paused"));
         QTRY_COMPARE(pause->text(), QStringLiteral("&Resume"));
+        // Closed to the tray while paused, the balloon says so (not "keeps working"), and
+        // the current-unit box shows no speed or time left from before the pause.
+        m_tray->onClosedToTray();
+        QCOMPARE(m_tray->notices().back().title, QStringLiteral("Tandem is in the tray"));
+        QVERIFY2(m_tray->notices().back().message.startsWith(QStringLiteral("Paused. Resume")),
+                 qPrintable(m_tray->notices().back().message));
+        m_window->refresh();
+        auto* overview = m_window->overviewPage();
+        QCOMPARE(overview->findChild<QLabel*>(QStringLiteral("speed"))->text(),
+                 QStringLiteral("–"));
+        QCOMPARE(overview->findChild<QLabel*>(QStringLiteral("eta"))->text(), QStringLiteral("–"));
         pause->trigger();
         QTRY_VERIFY(working());
         checkShownAlike(ui::StateKind::Working, QStringLiteral("Working"));
-        QTRY_COMPARE(pause->text(), QStringLiteral("&Pause"));
+        QTRY_VERIFY2(pause->text().startsWith(QStringLiteral("&Pause")), qPrintable(pause->text()));
     }
 
     void snoozeOneHour() {

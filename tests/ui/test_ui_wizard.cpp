@@ -194,6 +194,44 @@ class TestUiWizard : public QObject {
                  qPrintable(costs));
         QVERIFY(!costs.contains(QStringLiteral("units a day")));
     }
+
+    // A wrong pin is not a measurement to skip: the wizard stays on the connection page and says
+    // to correct the pin; after going back and fixing it, it goes on.
+    void wrongPinDoesNotLetThemStart() {
+        core::ManualClock clock(kNowMs);
+        core::FixedOffsetTimeZone zone(0);
+        ui::EngineBridge bridge(clock, zone);
+        FakeServices services;
+        services.bandwidthFails = true;
+        services.bandwidthProblem = core::Problem::WrongPin;
+        ui::UiContext ctx;
+        ctx.bridge = &bridge;
+        ctx.services = &services;
+        core::Settings initial;
+        initial.coordinatorUrl = "https://127.0.0.1:9";
+        initial.pinnedPublicKey = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        ui::FirstRunWizard wizard(ctx, initial);
+        wizard.show();
+        QTRY_VERIFY(!wizard.detecting());
+        wizard.next();
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::BandwidthPage));
+        QTRY_VERIFY(!wizard.measuring());
+        QVERIFY2(wizard.bandwidthLabel()->text().startsWith(
+                     QStringLiteral("The coordinator's key does not match the pinned key")),
+                 qPrintable(wizard.bandwidthLabel()->text()));
+        QVERIFY(!wizard.currentPage()->isComplete());
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::BandwidthPage));
+        // Fixed: the next measurement goes through and the wizard moves on.
+        services.bandwidthFails = false;
+        wizard.back();
+        wizard.next();
+        QTRY_VERIFY(!wizard.measuring());
+        QTRY_VERIFY(wizard.currentPage()->isComplete());
+        wizard.next();
+        QCOMPARE(wizard.currentId(), int(ui::FirstRunWizard::CostsPage));
+    }
 };
 
 QTEST_MAIN(TestUiWizard)

@@ -25,6 +25,7 @@ class FakeServices final : public ui::Services {
         speedCalls{0};
     bool speedFails = false;
     bool bandwidthFails = false;
+    core::Problem bandwidthProblem = core::Problem::Unreachable;  // of a failed measurement
     int workUnitSeconds = 0;  // what the coordinator's status says (0: an older one, silent)
     bool withSample = true;   // the status carries what the model wrote
     std::string lastUrl;
@@ -68,7 +69,10 @@ class FakeServices final : public ui::Services {
         lastUrl = s.coordinatorUrl;
         ui::BandwidthReport r;
         if (bandwidthFails) {
-            r.error = QStringLiteral("connection refused by 127.0.0.1:9");
+            r.problem = bandwidthProblem;
+            r.error = bandwidthProblem == core::Problem::WrongPin
+                          ? QStringLiteral("the public key of 127.0.0.1:9 is not the pinned one")
+                          : QStringLiteral("connection refused by 127.0.0.1:9");
             return r;
         }
         r.ok = true;

@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+49"/>
+        <location filename="../../app/desktop_services.cpp" line="+50"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -94,7 +94,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>CPU</translation>
     </message>
     <message>
-        <location line="+136"/>
+        <location line="+137"/>
         <source>the coordinator does not say how large a work unit is</source>
         <translation>der Koordinator sagt nicht, wie groß eine Arbeitseinheit ist</translation>
     </message>
@@ -102,7 +102,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui</name>
     <message>
-        <location filename="../state_view.cpp" line="+35"/>
+        <location filename="../state_view.cpp" line="+84"/>
         <source>Not connected</source>
         <translation>Nicht verbunden</translation>
     </message>
@@ -167,12 +167,52 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Wartet: %1</translation>
     </message>
     <message>
+        <location line="-86"/>
+        <source>soon</source>
+        <translation>bald</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Can&apos;t reach the training server; retrying at %1</source>
+        <translation>Trainingsserver nicht erreichbar; neuer Versuch um %1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The training server is busy; retrying at %1</source>
+        <translation>Der Trainingsserver ist ausgelastet; neuer Versuch um %1</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Needs attention: the server&apos;s key does not match the pin in Settings</source>
+        <translation>Handlungsbedarf: Der Schlüssel des Servers passt nicht zum festgelegten Schlüssel in den Einstellungen</translation>
+    </message>
+    <message>
         <location line="+4"/>
-        <source>Error: %1</source>
-        <translation>Fehler: %1</translation>
+        <source>Needs attention: the server&apos;s certificate is not trusted</source>
+        <translation>Handlungsbedarf: Dem Zertifikat des Servers wird nicht vertraut</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Needs attention: the training server refused this computer</source>
+        <translation>Handlungsbedarf: Der Trainingsserver hat diesen Computer abgewiesen</translation>
     </message>
     <message>
         <location line="+5"/>
+        <source>Needs attention: this Tandem and the server&apos;s do not match; update Tandem</source>
+        <translation>Handlungsbedarf: Diese Tandem-Version passt nicht zu der des Servers; aktualisieren Sie Tandem</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Needs attention: the disk with Tandem&apos;s data is full</source>
+        <translation>Handlungsbedarf: Der Datenträger mit Tandems Daten ist voll</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Something went wrong; retrying at %1</source>
+        <translation>Etwas ist schiefgegangen; neuer Versuch um %1</translation>
+    </message>
+    <message>
+        <location line="+56"/>
         <source>Stopped</source>
         <translation>Angehalten</translation>
     </message>
@@ -197,12 +237,17 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>pausiert nach dieser Einheit</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+4"/>
         <source>next: %1</source>
         <translation>als Nächstes: %1</translation>
     </message>
     <message>
-        <location line="+54"/>
+        <location line="+3"/>
+        <source>Tandem: %1</source>
+        <translation>Tandem: %1</translation>
+    </message>
+    <message>
+        <location line="+70"/>
         <source>Assigned</source>
         <translation>Zugeteilt</translation>
     </message>
@@ -252,7 +297,42 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Aufgegeben</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
+        <source>This computer was paused, asleep or offline for longer than the training server keeps a work unit, before enough of it was trained to send.</source>
+        <translation>Dieser Computer war länger pausiert, im Ruhezustand oder offline, als der Trainingsserver eine Arbeitseinheit aufbewahrt, bevor genug davon trainiert war, um es zu senden.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The training moved on while this work unit waited, so its result would no longer count.</source>
+        <translation>Das Training ist weitergegangen, während diese Arbeitseinheit wartete; ihr Ergebnis würde nicht mehr zählen.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The training server saw no progress on this work unit for too long.</source>
+        <translation>Der Trainingsserver hat zu lange keinen Fortschritt dieser Arbeitseinheit gesehen.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Given back to the training server: this computer could not continue it.</source>
+        <translation>An den Trainingsserver zurückgegeben: Dieser Computer konnte sie nicht fortsetzen.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The training server no longer kept this work unit for this computer.</source>
+        <translation>Der Trainingsserver hat diese Arbeitseinheit nicht mehr für diesen Computer bereitgehalten.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Its result had already been counted.</source>
+        <translation>Ihr Ergebnis war bereits gezählt.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The training server gave this work unit up (the log says why).</source>
+        <translation>Der Trainingsserver hat diese Arbeitseinheit aufgegeben (der Grund steht im Protokoll).</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>under 1 s</source>
         <translation>unter 1 s</translation>
     </message>
@@ -280,13 +360,13 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::AppActions</name>
     <message>
-        <location filename="../app_actions.cpp" line="+16"/>
-        <location line="+49"/>
+        <location filename="../app_actions.cpp" line="+17"/>
+        <location line="+51"/>
         <source>&amp;Pause</source>
         <translation>&amp;Pause</translation>
     </message>
     <message>
-        <location line="-47"/>
+        <location line="-49"/>
         <source>Snooze for &amp;1 hour</source>
         <translation>&amp;1 Stunde ruhen</translation>
     </message>
@@ -302,11 +382,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+1"/>
+        <location line="+53"/>
         <source>&amp;Finish current unit, then pause</source>
         <translation>Aktuelle Einheit &amp;beenden, dann pausieren</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="-51"/>
         <source>&amp;Open Tandem</source>
         <translation>Tandem ö&amp;ffnen</translation>
     </message>
@@ -321,9 +402,19 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>B&amp;eenden</translation>
     </message>
     <message>
-        <location line="+38"/>
+        <location line="+40"/>
         <source>&amp;Resume</source>
         <translation>&amp;Fortsetzen</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>&amp;Pause now</source>
+        <translation>Jetzt &amp;pausieren</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>&amp;Finish this unit first (about %1)</source>
+        <translation>Erst diese Einheit &amp;fertigstellen (etwa %1)</translation>
     </message>
 </context>
 <context>
@@ -381,12 +472,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     <message>
         <location line="+3"/>
         <location line="+14"/>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Tokens</source>
         <translation>Tokens</translation>
     </message>
     <message>
-        <location line="-27"/>
+        <location line="-28"/>
         <source>GPU-hours</source>
         <translation>GPU-Stunden</translation>
     </message>
@@ -406,7 +497,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Beiträge pro Tag</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+17"/>
         <source>Work units</source>
         <translation>Arbeitseinheiten</translation>
     </message>
@@ -426,19 +517,19 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Zustand</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+0"/>
         <source>Loss (first → last)</source>
         <translation>Loss (erster → letzter)</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="+1"/>
         <source>Device</source>
         <translation>Gerät</translation>
     </message>
     <message>
         <location line="+0"/>
-        <source>Receipt</source>
-        <translation>Quittung</translation>
+        <source>Receipt, or why it did not count</source>
+        <translation>Quittung, oder warum sie nicht zählte</translation>
     </message>
     <message>
         <location line="+24"/>
@@ -466,12 +557,17 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>%1 trainiert, %2 angenommen, %3 warten auf eine Quittung</translation>
     </message>
     <message>
-        <location line="+71"/>
+        <location line="+73"/>
+        <source>%1 (partial: %2 of %3 steps)</source>
+        <translation>%1 (teilweise: %2 von %3 Schritten)</translation>
+    </message>
+    <message>
+        <location line="+12"/>
         <source>round %1, weight %2, credit %3, %4</source>
         <translation>Runde %1, Gewicht %2, Guthaben %3, %4</translation>
     </message>
     <message>
-        <location line="+30"/>
+        <location line="+33"/>
         <source>Asking the coordinator for your rank…</source>
         <translation>Der Koordinator wird nach Ihrem Rang gefragt …</translation>
     </message>
@@ -760,7 +856,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Name und Team erscheinen auf der öffentlichen Seite des Laufs und in der Bestenliste; lassen Sie sie leer, um anonym zu bleiben.</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+10"/>
         <source>Your connection</source>
         <translation>Ihre Verbindung</translation>
     </message>
@@ -770,12 +866,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Tandem misst die Verbindung zum Koordinator (etwa 12 MB, bis zu 20 Sekunden) und wie schnell Ihr Gerät das Modell des Laufs trainiert (einige Sekunden), um zu berechnen, was die Teilnahme kostet.</translation>
     </message>
     <message>
-        <location line="+199"/>
-        <source>Training speed: %1 tokens/s on %2</source>
-        <translation>Trainingsgeschwindigkeit: %1 Tokens/s auf %2</translation>
-    </message>
-    <message>
-        <location line="-193"/>
+        <location line="+6"/>
         <source>&amp;Measure again</source>
         <translation>Erneut &amp;messen</translation>
     </message>
@@ -860,7 +951,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Geben Sie die Adresse des Koordinators ein (https://host:port).</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location line="+23"/>
         <source>The measurement is not available in this build.</source>
         <translation>Die Messung ist in dieser Version nicht verfügbar.</translation>
     </message>
@@ -870,7 +961,25 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Misst die Verbindung zu %1 …</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+27"/>
+        <source>The coordinator&apos;s key does not match the pinned key you entered, so Tandem cannot trust it. Go back and correct the pin (the coordinator prints it at start), or leave it empty for a coordinator with a certificate from a known authority.
+
+%1</source>
+        <translation>Der Schlüssel des Koordinators passt nicht zum eingegebenen festgelegten Schlüssel, daher kann Tandem ihm nicht vertrauen. Gehen Sie zurück und korrigieren Sie ihn (der Koordinator gibt ihn beim Start aus), oder lassen Sie das Feld leer bei einem Koordinator mit einem Zertifikat einer bekannten Zertifizierungsstelle.
+
+%1</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>The coordinator&apos;s certificate is not trusted. Go back and enter its pinned key (the coordinator prints it at start).
+
+%1</source>
+        <translation>Dem Zertifikat des Koordinators wird nicht vertraut. Gehen Sie zurück und geben Sie seinen festgelegten Schlüssel ein (der Koordinator gibt ihn beim Start aus).
+
+%1</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>The measurement failed: %1
 
 Check the address on the previous page, or continue: Tandem can measure again later from its Network page.</source>
@@ -886,6 +995,11 @@ Latency: %3 ms</source>
         <translation>Download: %1 Mbit/s
 Upload: %2 Mbit/s
 Latenz: %3 ms</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Training speed: %1 tokens/s on %2</source>
+        <translation>Trainingsgeschwindigkeit: %1 Tokens/s auf %2</translation>
     </message>
 </context>
 <context>
@@ -990,7 +1104,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="+28"/>
+        <location filename="../main_window.cpp" line="+29"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
@@ -1070,7 +1184,7 @@ Latenz: %3 ms</translation>
         <translation>Tandem – %1</translation>
     </message>
     <message>
-        <location line="+41"/>
+        <location line="+43"/>
         <source>About Tandem</source>
         <translation>Über Tandem</translation>
     </message>
@@ -1249,12 +1363,28 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::OverviewPage</name>
     <message>
-        <location filename="../overview_page.cpp" line="+38"/>
+        <location filename="../overview_page.cpp" line="+40"/>
         <source>State icon</source>
         <translation>Zustandssymbol</translation>
     </message>
     <message>
         <location line="+21"/>
+        <source>Open Settings…</source>
+        <translation>Einstellungen öffnen…</translation>
+    </message>
+    <message>
+        <location line="+21"/>
+        <source>Pause now</source>
+        <translation>Jetzt pausieren</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <location line="+106"/>
+        <source>Finish this unit first</source>
+        <translation>Erst diese Einheit fertigstellen</translation>
+    </message>
+    <message>
+        <location line="-102"/>
         <source>Finish current unit, then pause</source>
         <translation>Aktuelle Einheit beenden, dann pausieren</translation>
     </message>
@@ -1324,7 +1454,7 @@ Latenz: %3 ms</translation>
         <translation>Ein Tag kostet:</translation>
     </message>
     <message>
-        <location line="+36"/>
+        <location line="+39"/>
         <source>&amp;Resume</source>
         <translation>&amp;Fortsetzen</translation>
     </message>
@@ -1344,7 +1474,22 @@ Latenz: %3 ms</translation>
         <translation>Beitragen pausieren</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+15"/>
+        <source>Finish this unit first (about %1)</source>
+        <translation>Erst diese Einheit fertigstellen (etwa %1)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Stops at the current step and sends the %1 steps done so far.</source>
+        <translation>Hält beim aktuellen Schritt an und sendet die %1 bisher erledigten Schritte.</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stops at the current step and keeps the unit&apos;s progress to continue it later.</source>
+        <translation>Hält beim aktuellen Schritt an und behält den Fortschritt der Einheit, um sie später fortzusetzen.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>not chosen yet</source>
         <translation>noch nicht gewählt</translation>
     </message>
@@ -1364,7 +1509,7 @@ Latenz: %3 ms</translation>
         <translation>Schritt %v von %m</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+6"/>
         <source>under a second</source>
         <translation>unter einer Sekunde</translation>
     </message>
@@ -1374,7 +1519,12 @@ Latenz: %3 ms</translation>
         <translation>etwa %1</translation>
     </message>
     <message>
-        <location line="-2"/>
+        <location line="+22"/>
+        <source>work unit %1 not counted %2: %3</source>
+        <translation>Arbeitseinheit %1 nicht gezählt %2: %3</translation>
+    </message>
+    <message>
+        <location line="-24"/>
         <source>measuring…</source>
         <translation>misst …</translation>
     </message>
@@ -1394,12 +1544,7 @@ Latenz: %3 ms</translation>
         <translation>Arbeitseinheit %1 angenommen %2 (Runde %3, Guthaben %4)</translation>
     </message>
     <message>
-        <location line="+6"/>
-        <source>work unit %1 refused %2: %3</source>
-        <translation>Arbeitseinheit %1 abgelehnt %2: %3</translation>
-    </message>
-    <message>
-        <location line="+3"/>
+        <location line="+9"/>
         <source>none yet</source>
         <translation>noch keiner</translation>
     </message>
@@ -1930,7 +2075,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Keine GPU ist nutzbar: %1.</translation>
     </message>
     <message>
-        <location line="+97"/>
+        <location line="+106"/>
         <source>%1, window %2, from</source>
         <translation>%1, Fenster %2, von</translation>
     </message>
@@ -1983,7 +2128,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::StateView</name>
     <message>
-        <location filename="../state_view.cpp" line="-86"/>
+        <location filename="../state_view.cpp" line="-114"/>
         <source>“Only when idle” cannot be followed: Tandem cannot tell how long this computer has been idle (%1), so it works as if the computer were idle. Switch the rule off, or use time windows instead.</source>
         <translation>„Nur im Leerlauf“ kann nicht eingehalten werden: Tandem kann nicht feststellen, wie lange dieser Computer schon im Leerlauf ist (%1), und arbeitet daher, als wäre er im Leerlauf. Schalten Sie die Regel aus, oder nutzen Sie stattdessen Zeitfenster.</translation>
     </message>
@@ -1991,7 +2136,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::TrayController</name>
     <message>
-        <location filename="../tray.cpp" line="+19"/>
+        <location filename="../tray.cpp" line="+20"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
@@ -2016,7 +2161,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>%1. Tandem macht morgen weiter, oder erhöhen Sie die Grenze in den Einstellungen.</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+16"/>
         <source>Tandem keeps working</source>
         <translation>Tandem arbeitet weiter</translation>
     </message>
@@ -2026,7 +2171,29 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Tandem trägt im Hintergrund weiter bei. Öffnen oder beenden Sie es über sein Symbol im Infobereich.</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+5"/>
+        <location line="+4"/>
+        <location line="+6"/>
+        <source>Tandem is in the tray</source>
+        <translation>Tandem ist im Infobereich</translation>
+    </message>
+    <message>
+        <location line="-9"/>
+        <source>%1. Resume, open or quit Tandem from its icon in the tray.</source>
+        <translation>%1. Über sein Symbol im Infobereich können Sie Tandem fortsetzen, öffnen oder beenden.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1. Tandem goes on by itself; open it from its icon in the tray.</source>
+        <translation>%1. Tandem macht von selbst weiter; öffnen Sie es über sein Symbol im Infobereich.</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>%1. Open Tandem from its icon in the tray to see what to do.</source>
+        <translation>%1. Öffnen Sie Tandem über sein Symbol im Infobereich, um zu sehen, was zu tun ist.</translation>
+    </message>
+    <message>
+        <location line="+12"/>
         <source>Your first contribution was accepted</source>
         <translation>Ihr erster Beitrag wurde angenommen</translation>
     </message>
