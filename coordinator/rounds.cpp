@@ -151,7 +151,8 @@ void Coordinator::Impl::abandonTimedOut() {
     const int64_t t = now();
     auto q = db.prepare(
         "SELECT id, heartbeat_unix, deadline_unix FROM work_units WHERE run_id = ? AND state = "
-        "'assigned' AND (heartbeat_unix < ? OR deadline_unix < ?)");
+        "'assigned' AND (heartbeat_unix < ? OR deadline_unix < ?) AND id NOT IN (SELECT "
+        "work_unit_id FROM held_results)");
     if (!q)
         return;
     q->bind(1, runId).bind(2, t - cfg.heartbeatTimeoutSeconds).bind(3, t);
@@ -159,7 +160,7 @@ void Coordinator::Impl::abandonTimedOut() {
     while (q->step()) {
         const int64_t id = q->integer(0);
         if (uploading.count(id))
-            continue;  // its result is arriving
+            continue;  // its result is arriving (a held result waits for its twin: not here)
         std::string why = q->integer(2) < t
                               ? "its deadline passed"
                               : "no heartbeat for " + std::to_string(t - q->integer(1)) + " s";
@@ -190,6 +191,7 @@ void Coordinator::Impl::tick() {
         return;
     abandonTimedOut();
     abandonStalled();
+    settleHeld();  // held results whose twin timed out are accepted alone
     auto q =
         db.prepare("SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
     if (!q)
