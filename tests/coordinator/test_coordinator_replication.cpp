@@ -168,6 +168,27 @@ class TestCoordinatorReplication : public QObject {
         QVERIFY(ux.dataOffset != uy.dataOffset);
     }
 
+    // A worker asks for its next unit while its last result uploads: a client holding units
+    // without twins gets a twin too; one holding a unit with a twin does not (docs/protocol.md).
+    void pipelinedClientsGetTwins() {
+        auto cfg = twinConfig();
+        cfg.replicateFraction = 0.3;
+        // With the run's seed 1, units 1 and 2 get no twin and unit 3 does.
+        QVERIFY(!coord::chosenForTwin(cfg.seed, 1, 0.3) && !coord::chosenForTwin(cfg.seed, 2, 0.3));
+        QVERIFY(coord::chosenForTwin(cfg.seed, 3, 0.3));
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto a = f.registerClient("a"), b = f.registerClient("b"), c = f.registerClient("c");
+        const auto u1 = f.work(a), u2 = f.work(b), u3 = f.work(c);
+        QCOMPARE(u3.workUnitId, int64_t{3});
+        const auto again = f.work(c);  // c holds unit 3, which waits for a twin: new work
+        QVERIFY(again.dataOffset != u3.dataOffset);
+        const auto twin = f.work(a);  // a holds unit 1, without a twin
+        QCOMPARE(twin.dataOffset, u3.dataOffset);
+        QCOMPARE(twin.seed, u3.seed);
+        QVERIFY(u1.dataOffset != u2.dataOffset);
+    }
+
     void agreeingPairCountsOnceAtHalfWeight() {
         DirectCoordinator f(twinConfig(3));
         QVERIFY2(f.t().ok(), f.t().error().c_str());
@@ -318,6 +339,8 @@ class TestCoordinatorReplication : public QObject {
         *f.clock += 200;
         f.coordinator().tick();
         QVERIFY(f.logged("work unit " + std::to_string(t1.workUnitId) + " abandoned"));
+        // The ticker accepted the held result alone, before any retry of its worker.
+        QCOMPARE(f.coordinator().status().totalTokens, int64_t(tokensOf(u1)));
         auto retried = f.upload(a, buildResult(u1, patternDelta(P, 1.0f), a.key));
         QCOMPARE(codeOf(retried), std::string("accepted"));
         QCOMPARE(weightOf(retried), tokensOf(u1));  // alone: full weight
