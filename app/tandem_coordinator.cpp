@@ -169,7 +169,7 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                         "(default 0.05)");
     app::addNonNegative(cli, "--replicate-tolerance", cfg.replicateTolerance, "D",
                         "two results of one unit agree when ||a - b|| / max(||a||, ||b||) is at\n"
-                        "most D; otherwise both are held out (default 0.5)");
+                        "most D; otherwise both are held out (default 1)");
     app::addInteger(cli, "--replicate-strikes", cfg.replicateStrikes, 1, 1000000, "N",
                     "block a client after N disagreeing spot-checks, when they outnumber its\n"
                     "agreeing ones (default 3)");
