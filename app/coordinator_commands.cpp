@@ -1,6 +1,7 @@
 #include "coordinator_commands.hpp"
 
 #include "command_line.hpp"
+#include "replication.hpp"
 #include "run_data.hpp"
 #include "run_export.hpp"
 #include "samples.hpp"
@@ -75,6 +76,20 @@ int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDi
                     timeText(e->exportedUnix).c_str());
     else
         std::printf("latest export: none\n");
+    auto twins = coord::readTwinSummary(stateDir, run->id);
+    if (!twins)
+        return fail(twins.error().message);
+    std::printf(
+        "replication spot-checks: %lld agreed, %lld disagreed, %lld result(s) waiting for "
+        "their twin\n",
+        static_cast<long long>(twins->agreed), static_cast<long long>(twins->disagreed),
+        static_cast<long long>(twins->waiting));
+    if (twins->blocked.empty())
+        std::printf("blocked clients: none\n");
+    for (const auto& b : twins->blocked)
+        std::printf("blocked client %lld (%s) since %s: %lld disagreement(s), %lld agreement(s)\n",
+                    static_cast<long long>(b.id), b.name.c_str(), timeText(b.blockedUnix).c_str(),
+                    static_cast<long long>(b.disagreements), static_cast<long long>(b.agreements));
     return 0;
 }
 

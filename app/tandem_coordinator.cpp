@@ -163,6 +163,16 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
            "refuse deltas whose cosine similarity to the last outer step is below C; -1: "
            "off (default 0)")
         ->type_name("C");
+    app::addNonNegative(cli, "--replicate-fraction", cfg.replicateFraction, "F",
+                        "give about this fraction of work units also to a second worker and\n"
+                        "compare the two results (replication spot-checks); 0: off\n"
+                        "(default 0.05)");
+    app::addNonNegative(cli, "--replicate-tolerance", cfg.replicateTolerance, "D",
+                        "two results of one unit agree when ||a - b|| / max(||a||, ||b||) is at\n"
+                        "most D; otherwise both are held out (default 1)");
+    app::addInteger(cli, "--replicate-strikes", cfg.replicateStrikes, 1, 1000000, "N",
+                    "block a client after N disagreeing spot-checks, when they outnumber its\n"
+                    "agreeing ones (default 3)");
     app::addInteger(cli, "--target-wu-seconds", cfg.targetWorkUnitSeconds, 1, 86400, "S",
                     "work units sized to take about this long (default 300)");
     app::addInteger(cli, "--heartbeat-timeout", cfg.heartbeatTimeoutSeconds, 1, 86400, "S",
@@ -251,6 +261,7 @@ int main(int argc, char** argv) {
     cfg.stateDir = "tandem-coordinator";
     cfg.quorum = 1;  // --quorum auto
     cfg.quorumOfActiveWorkers = true;
+    cfg.replicateFraction = 0.05;  // spot-checks on (the library's default is off)
     ServerConfig server;
     std::optional<ListenAddress> metricsAddress;
     CLI::App cli(kDescription, "tandem-coordinator");

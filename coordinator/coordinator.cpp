@@ -145,7 +145,8 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
                                                                  bool dryRun) {
     auto state = m_impl->beginUpload(clientId, workUnitId, contentLength, signature, dryRun);
     if (!state.ok()) {
-        m_impl->metrics.countRefused(state.refusal().code);
+        if (state.refusal().code != "awaiting_replica")  // held, not refused
+            m_impl->metrics.countRefused(state.refusal().code);
         return state.refusal();
     }
     if (!state.value())
@@ -240,6 +241,11 @@ MetricsGauges Coordinator::Impl::metricsGauges() {
             g.validationLoss = q->real(1);
         }
     }
+    if (auto q = db.prepare("SELECT COUNT(*) FROM held_results"); q && q->step())
+        g.heldResults = q->integer(0);
+    if (auto q = db.prepare("SELECT COUNT(*) FROM clients WHERE blocked_unix IS NOT NULL");
+        q && q->step())
+        g.blockedClients = q->integer(0);
     std::error_code ec;
     const fs::path dbFile = dirs.databaseFile();
     for (const fs::path& f : {dbFile, fs::path(dbFile.string() + "-wal")}) {

@@ -68,7 +68,18 @@ struct CoordinatorConfig {
     double minCosine = 0.0;              // refused below this cosine to the last outer step
     int referenceRounds = 4;             // rounds whose accepted norms make the reference
     bool refuseRepeatedPayloads = true;  // a payload accepted before is a replay
-    int targetWorkUnitSeconds = 300;     // sizes H from the reported throughput
+    // Replication spot-checks (replication.hpp; docs/protocol.md): about this fraction of units
+    // get a twin (the same unit for another client; 0: none); twins whose results differ by more
+    // than replicateTolerance (||a - b|| / max(||a||, ||b||)) are both held out and counted
+    // against both clients; replicateStrikes such disagreements, more than its agreements,
+    // block a client. tandem-coordinator's default fraction is 0.05; 0 here, so that code that
+    // embeds a coordinator (tests, benchmarks) sees no twins unless it asks for them.
+    double replicateFraction = 0;
+    // 1.0: honest twins whose workers carry different AdamW moments were up to 0.59 apart
+    // (docs/benchmarks.md, "Replication spot-checks"); a sign flip is about 2, noise about 1.41.
+    double replicateTolerance = 1.0;
+    int replicateStrikes = 3;
+    int targetWorkUnitSeconds = 300;  // sizes H from the reported throughput
     int heartbeatSeconds = 30;
     int heartbeatTimeoutSeconds = 180;  // no heartbeat for this long: the work unit is reassigned
     int stallTimeoutSeconds = 600;      // heartbeats without a step forward for this long: the same

@@ -11,6 +11,7 @@
 #include "leaderboard.hpp"
 #include "messages.hpp"
 #include "metrics.hpp"
+#include "replication.hpp"
 #include "result_format.hpp"
 #include "robust_gate.hpp"
 #include "run_data.hpp"
@@ -29,6 +30,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -42,6 +44,23 @@ namespace fs = std::filesystem;
 struct EvalJob {
     int64_t round = 0;
     std::vector<float> weights;  // (P) the version the round produced
+};
+
+// A checked result on its way into the open round (commitEntries): its figures, its payload
+// (a live upload's staging file, or, without a stream, the held file of its unit) and decoded
+// delta.
+struct CommitEntry {
+    int64_t wuId = 0, clientId = 0;
+    int64_t tokens = 0;
+    int32_t steps = 0;
+    float lossFirst = 0, lossLast = 0;
+    double norm = 0;
+    double weight = 0;
+    net::Sha256Digest payloadSha256{}, resultDigest{};
+    net::Signature signature{};
+    UploadStream* stream = nullptr;
+    std::span<const float> delta;  // (P)
+    std::string note;              // why the weight is what it is, for the log
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -183,6 +202,37 @@ struct Coordinator::Impl {
                                                                bool dryRun);
     // After the stream's checks: the checks against the round, then the commit.
     Outcome<std::string> commitResult(UploadSession::State& upload);
+    CommitEntry entryOf(UploadSession::State& upload);  // weight and note left to the caller
+    // mu held, no close running: the payloads into the round, then in one transaction the rows
+    // of every entry (in order) and whatever alsoInTransaction writes, then the round sum.
+    // The signed receipts, in the entries' order.
+    Outcome<std::vector<std::string>> commitEntries(
+        std::span<CommitEntry> entries, const std::function<Status()>& alsoInTransaction);
+    // Closes the round (or wakes the ticker to) once its results reach the quorum.
+    void closeIfComplete(std::unique_lock<std::mutex>& lock);
+
+    // ---- replication spot-checks (replication.cpp), mu held
+
+    // 403 client_blocked for a client blocked by its twins' disagreements.
+    std::optional<Refusal> blockedRefusal(int64_t clientId);
+    // For a client none of whose units has a twin: a twin of an open-round unit waiting for one.
+    std::optional<Outcome<WorkOffer>> assignTwin(int64_t clientId, const std::string& requestId);
+    // After the gate passed an upload of a unit with a live twin: held until the twin's result
+    // arrives (503 awaiting_replica), or compared with the held one (both committed, or 422
+    // replica_mismatch). None: the unit has no live twin and is committed alone.
+    std::optional<Outcome<std::string>> pairResult(UploadSession::State& upload,
+                                                   const GateVerdict& verdict,
+                                                   std::unique_lock<std::mutex>& lock);
+    // What an upload of a unit is answered before its body: 503 awaiting_replica while its
+    // result is held, 422 replica_mismatch after its pair disagreed.
+    std::optional<Refusal> twinRefusal(int64_t workUnitId);
+    // Held results (of one unit, or 0: all) whose twin is gone are committed alone, those whose
+    // own unit was abandoned or went stale are dropped. Not while a close runs.
+    void settleHeld(int64_t workUnitId = 0);
+    // At startup: held payload files without a row (a crash before the row's commit).
+    void removeOrphanHeldFiles();
+    Expected<std::vector<float>> readHeldPayload(int64_t workUnitId,
+                                                 const net::Sha256Digest& expected);
 
     // ---- the Byzantine gate (result_gate.cpp), mu held
 

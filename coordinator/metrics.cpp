@@ -191,6 +191,12 @@ std::string Metrics::render(const MetricsGauges& g) const {
                  "The round whose version the validation loss belongs to.",
                  static_cast<double>(g.validationLossRound));
     }
+    e.single("tandem_results_held", "gauge",
+             "Results held until their twin's result arrives (replication spot-checks).",
+             static_cast<double>(g.heldResults));
+    e.single("tandem_clients_blocked", "gauge",
+             "Clients blocked after repeated disagreements in replication spot-checks.",
+             static_cast<double>(g.blockedClients));
     e.single("tandem_database_bytes", "gauge", "Size of the SQLite database with its WAL file.",
              static_cast<double>(g.databaseBytes));
     if (g.diskFreeBytes >= 0) {
@@ -214,6 +220,18 @@ std::string Metrics::render(const MetricsGauges& g) const {
              static_cast<double>(m_acceptedTokens.load()));
     e.single("tandem_upload_bytes_total", "counter", "Result bytes received.",
              static_cast<double>(m_uploadBytes.load()));
+    e.single("tandem_results_held_total", "counter",
+             "Results held for their twin's result (replication spot-checks).",
+             static_cast<double>(m_held.load()));
+    e.family("tandem_replica_checks_total", "counter",
+             "Replication spot-checks decided, by outcome.");
+    e.sample("tandem_replica_checks_total", static_cast<double>(m_twinsAgreed.load()),
+             Exposition::label("outcome", "agreed"));
+    e.sample("tandem_replica_checks_total", static_cast<double>(m_twinsDisagreed.load()),
+             Exposition::label("outcome", "disagreed"));
+    e.single("tandem_clients_blocked_total", "counter",
+             "Clients blocked by replication spot-checks since the start.",
+             static_cast<double>(m_blocked.load()));
 
     std::lock_guard lock(m_mu);
     auto labelled = [&](std::string_view name, std::string_view help, std::string_view key,

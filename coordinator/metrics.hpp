@@ -28,6 +28,8 @@ struct MetricsGauges {
     int64_t roundQuorum = 0;        // results that close it
     std::optional<double> validationLoss;
     int64_t validationLossRound = 0;
+    int64_t heldResults = 0;     // results waiting for their twin's (replication.hpp)
+    int64_t blockedClients = 0;  // clients blocked by replication spot-checks
     int64_t databaseBytes = 0;   // coordinator.db with its -wal file
     int64_t diskFreeBytes = -1;  // free space of the state directory's file system (-1: unknown)
     int64_t diskTotalBytes = -1;
@@ -48,6 +50,10 @@ class Metrics {
     // reason: released, timeout, stale; n units at once.
     void countAbandoned(std::string_view reason, int64_t n = 1);
     void countRoundClosed(double seconds);
+    // Replication spot-checks: a result held for its twin, a pair decided, a client blocked.
+    void countHeld() { ++m_held; }
+    void countTwinCheck(bool agreed) { ++(agreed ? m_twinsAgreed : m_twinsDisagreed); }
+    void countBlocked() { ++m_blocked; }
     void addUploadBytes(int64_t n) { m_uploadBytes += n; }
     // kind: weights or data.
     void addDownloadBytes(std::string_view kind, int64_t n);
@@ -61,7 +67,8 @@ class Metrics {
     static void bump(Labelled& map, std::string_view label, int64_t n);
 
     std::atomic<int64_t> m_registrations{0}, m_assigned{0}, m_heartbeats{0}, m_accepted{0},
-        m_acceptedTokens{0}, m_uploadBytes{0};
+        m_acceptedTokens{0}, m_uploadBytes{0}, m_held{0}, m_twinsAgreed{0}, m_twinsDisagreed{0},
+        m_blocked{0};
     mutable std::mutex m_mu;  // guards what follows
     Labelled m_refused, m_abandoned, m_downloadBytes, m_responses;
     std::array<int64_t, kCloseBuckets.size()> m_closeBuckets{};  // not cumulative

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <unistd.h>
+
 namespace tandem::coord {
 
 UploadSession::UploadSession(std::unique_ptr<State> state) : m_s(std::move(state)) {}
@@ -53,6 +55,9 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     std::vector<float> scratch;
     {
         std::lock_guard lock(mu);
+        // A held result whose twin is gone is committed (or dropped) before it is looked at.
+        if (!closing)
+            settleHeld(workUnitId);
         auto q = db.prepare(
             "SELECT w.client_id, w.state, w.base_version, w.inner_steps, w.batch, w.seq_len, "
             "c.public_key, COALESCE(w.abandon_reason, '') FROM work_units w JOIN clients c ON "
@@ -61,6 +66,8 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
             return internalError(q.error().message);
         q->bind(1, workUnitId);
         if (auto r = stepOwnWorkUnit(*q, workUnitId, clientId))
+            return *r;
+        if (auto r = blockedRefusal(clientId))
             return *r;
         if (contentLength < 0)
             return refuse(
@@ -85,6 +92,8 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
                               ? "the X-Tandem-Signature header (base64 Ed25519 signature of the "
                                 "result digest) is missing"
                               : "X-Tandem-Signature: " + sig.error().message);
+        if (auto r = twinRefusal(workUnitId))
+            return *r;
         const std::string st = q->text(1);
         const int64_t base = q->integer(2);
         if (st != "accepted" && version - base > cfg.maxStaleness)
@@ -177,7 +186,7 @@ Outcome<std::string> UploadSession::finish(bool complete) {
             return *r;
         return m_s->c->commitResult(*m_s);
     }();
-    if (!out.ok())
+    if (!out.ok() && out.refusal().code != "awaiting_replica")  // held, not refused
         m_s->c->metrics.countRefused(out.refusal().code);
     return out;
 }
@@ -185,11 +194,9 @@ Outcome<std::string> UploadSession::finish(bool complete) {
 Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
     const UploadStream& upload = s.stream;
     const net::ResultHeader& header = upload.header();
-    const double norm = upload.norm();
 
     std::unique_lock lock(mu);
     closeCv.wait(lock, [&] { return !closing; });
-    const int64_t nowUnix = now();
     {
         auto q =
             db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
@@ -212,73 +219,126 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
     const GateVerdict verdict = gateResult(s);
     if (!verdict.accepted())
         return refuse(422, verdict.code, verdict.message);
-    const double weight = static_cast<double>(header.tokens) *
-                          std::pow(cfg.staleWeightFactor, staleness) * verdict.weightFactor;
+    // A unit with a live twin waits for it, or is compared with it (replication.cpp).
+    if (auto answer = pairResult(s, verdict, lock))
+        return std::move(*answer);
 
-    // Durable payload first: a committed row always has its file.
+    CommitEntry e = entryOf(s);
+    e.weight = static_cast<double>(header.tokens) * std::pow(cfg.staleWeightFactor, staleness) *
+               verdict.weightFactor;
+    e.note = verdict.message;
+    auto receipts = commitEntries(std::span(&e, 1), {});
+    if (!receipts.ok())
+        return receipts.refusal();
+    closeIfComplete(lock);
+    return std::move(receipts.value().front());
+}
+
+CommitEntry Coordinator::Impl::entryOf(UploadSession::State& s) {
+    const net::ResultHeader& header = s.stream.header();
+    CommitEntry e;
+    e.wuId = s.wuId;
+    e.clientId = s.clientId;
+    e.tokens = header.tokens;
+    e.steps = header.steps;
+    e.lossFirst = header.lossFirst;
+    e.lossLast = header.lossLast;
+    e.norm = s.stream.norm();
+    e.payloadSha256 = header.payloadSha256;
+    e.resultDigest = s.stream.resultDigest();
+    e.signature = s.stream.signature();
+    e.stream = &s.stream;
+    e.delta = s.stream.delta();
+    return e;
+}
+
+Outcome<std::vector<std::string>> Coordinator::Impl::commitEntries(
+    std::span<CommitEntry> entries, const std::function<Status()>& alsoInTransaction) {
+    const int64_t nowUnix = now();
+    // Durable payloads first: a committed row always has its file. A live upload's staging
+    // file moves into the round; a held result's file is linked (it stays where it was until
+    // its row is gone, so a crash in between loses nothing).
     std::error_code ec;
     fs::create_directories(dirs.round(version), ec);
-    const fs::path final = dirs.payload(version, s.wuId);
-    if (::rename(upload.stagingFile().c_str(), final.c_str()) != 0)
-        return internalError("cannot move the payload into " + final.string());
-    s.stream.releaseStagingFile();
-    (void)fsyncPath(dirs.round(version), true);
-
-    net::Receipt receipt;
-    receipt.workUnitId = s.wuId;
-    receipt.clientId = s.clientId;
-    receipt.round = version;
-    receipt.weight = weight;
-    receipt.credit = header.tokens;  // the donor's work, not reduced by staleness
-    receipt.timeUnix = nowUnix;
-    receipt.resultDigest = upload.resultDigest();
-    receipt.sign(key);
-    const std::string receiptJson = receipt.toJson();
-
+    std::vector<fs::path> placed;
     auto fail = [&](const std::string& what) {
         std::error_code e2;
-        fs::remove(final, e2);
+        for (const auto& p : placed)
+            fs::remove(p, e2);
         return internalError(what);
     };
+    for (CommitEntry& e : entries) {
+        const fs::path final = dirs.payload(version, e.wuId);
+        if (e.stream) {
+            if (::rename(e.stream->stagingFile().c_str(), final.c_str()) != 0)
+                return fail("cannot move the payload into " + final.string());
+            e.stream->releaseStagingFile();
+        } else {
+            fs::remove(final, ec);  // left by a commit that failed before
+            if (::link(dirs.heldPayload(e.wuId).c_str(), final.c_str()) != 0)
+                return fail("cannot link the held payload into " + final.string());
+        }
+        placed.push_back(final);
+    }
+    (void)fsyncPath(dirs.round(version), true);
+
+    std::vector<std::string> receipts;
+    for (const CommitEntry& e : entries) {
+        net::Receipt receipt;
+        receipt.workUnitId = e.wuId;
+        receipt.clientId = e.clientId;
+        receipt.round = version;
+        receipt.weight = e.weight;
+        receipt.credit = e.tokens;  // the donor's work, not reduced by staleness
+        receipt.timeUnix = nowUnix;
+        receipt.resultDigest = e.resultDigest;
+        receipt.sign(key);
+        receipts.push_back(receipt.toJson());
+    }
     {
         Transaction tx(db);
         if (!tx.started())
             return fail(tx.started().error().message);
-        auto ins = db.prepare(
-            "INSERT INTO results(work_unit_id, seq, round, weight, tokens, steps, loss_last, norm, "
-            "payload_sha256, result_sha256, signature, received_unix) VALUES (?, (SELECT "
-            "COALESCE(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        auto rec = db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
-        auto wu = db.prepare("UPDATE work_units SET state = 'accepted' WHERE id = ?");
-        auto rnd = db.prepare(
-            "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, weight_sum = "
-            "weight_sum + ? WHERE run_id = ? AND round = ?");
-        if (!ins || !rec || !wu || !rnd)
-            return fail("cannot prepare the result insert");
-        ins->bind(1, s.wuId)
-            .bind(2, version)
-            .bind(3, weight)
-            .bind(4, header.tokens)
-            .bind(5, header.steps)
-            .bind(6, static_cast<double>(header.lossLast))
-            .bind(7, norm)
-            .bind(8, std::span<const uint8_t>(header.payloadSha256))
-            .bind(9, std::span<const uint8_t>(upload.resultDigest()))
-            .bind(10, std::span<const uint8_t>(upload.signature()))
-            .bind(11, nowUnix);
-        rec->bind(1, s.wuId).bind(2, receiptJson);
-        wu->bind(1, s.wuId);
-        rnd->bind(1, header.tokens).bind(2, weight).bind(3, runId).bind(4, version);
-        for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
-            if (auto r = st->run(); !r)
+        for (size_t k = 0; k < entries.size(); ++k) {
+            const CommitEntry& e = entries[k];
+            auto ins = db.prepare(
+                "INSERT INTO results(work_unit_id, seq, round, weight, tokens, steps, loss_last, "
+                "norm, payload_sha256, result_sha256, signature, received_unix) VALUES (?, "
+                "(SELECT COALESCE(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            auto rec = db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
+            auto wu = db.prepare(
+                "UPDATE work_units SET state = 'accepted', twin_wanted = 0 WHERE id = ?");
+            auto rnd = db.prepare(
+                "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, "
+                "weight_sum = weight_sum + ? WHERE run_id = ? AND round = ?");
+            if (!ins || !rec || !wu || !rnd)
+                return fail("cannot prepare the result insert");
+            ins->bind(1, e.wuId)
+                .bind(2, version)
+                .bind(3, e.weight)
+                .bind(4, e.tokens)
+                .bind(5, e.steps)
+                .bind(6, static_cast<double>(e.lossLast))
+                .bind(7, e.norm)
+                .bind(8, std::span<const uint8_t>(e.payloadSha256))
+                .bind(9, std::span<const uint8_t>(e.resultDigest))
+                .bind(10, std::span<const uint8_t>(e.signature))
+                .bind(11, nowUnix);
+            rec->bind(1, e.wuId).bind(2, receipts[k]);
+            wu->bind(1, e.wuId);
+            rnd->bind(1, e.tokens).bind(2, e.weight).bind(3, runId).bind(4, version);
+            for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
+                if (auto r = st->run(); !r)
+                    return fail(r.error().message);
+            if (auto r = board.addResult(runId, e.clientId, e.tokens, e.weight); !r)
                 return fail(r.error().message);
-        if (auto r = board.addResult(runId, s.clientId, header.tokens, weight); !r)
-            return fail(r.error().message);
+        }
+        if (alsoInTransaction)
+            if (auto r = alsoInTransaction(); !r)
+                return fail(r.error().message);
         if (auto r = tx.commit(); !r)
             return fail(r.error().message);
     }
-    metrics.countAccepted(header.tokens);
-    addScaled(sum, upload.delta(), static_cast<float>(weight), &pool);
     int64_t contributors = 0;
     {
         auto q = db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
@@ -289,20 +349,34 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         }
     }
     const int64_t needed = roundQuorum();
-    log("result of work unit " + std::to_string(s.wuId) + " accepted into round " +
-        std::to_string(version) + ": " + std::to_string(header.tokens) + " tokens, weight " +
-        fmt(weight, 6) + ", norm " + fmt(norm) + ", loss " + fmt(header.lossFirst) + " -> " +
-        fmt(header.lossLast) + " (" + std::to_string(contributors) + "/" + std::to_string(needed) +
-        ")" + (verdict.message.empty() ? "" : "; " + verdict.message));
-    if (contributors >= needed) {
-        // The ticker closes the round (rounds.cpp, tick), so that this answer does not wait for
-        // the outer step and the files of the new version.
-        if (cfg.backgroundThreads)
-            tickCv.notify_all();
-        else if (auto st = closeRound(lock); !st)
-            log("error: closing the round failed: " + st.error().message);
+    for (const CommitEntry& e : entries) {
+        metrics.countAccepted(e.tokens);
+        addScaled(sum, e.delta, static_cast<float>(e.weight), &pool);
+        log("result of work unit " + std::to_string(e.wuId) + " accepted into round " +
+            std::to_string(version) + ": " + std::to_string(e.tokens) + " tokens, weight " +
+            fmt(e.weight, 6) + ", norm " + fmt(e.norm) + ", loss " + fmt(e.lossFirst) + " -> " +
+            fmt(e.lossLast) + " (" + std::to_string(contributors) + "/" + std::to_string(needed) +
+            ")" + (e.note.empty() ? "" : "; " + e.note));
     }
-    return receiptJson;
+    return receipts;
+}
+
+void Coordinator::Impl::closeIfComplete(std::unique_lock<std::mutex>& lock) {
+    int64_t contributors = 0;
+    auto q = db.prepare("SELECT contributors FROM rounds WHERE run_id = ? AND round = ?");
+    if (!q)
+        return;
+    q->bind(1, runId).bind(2, version);
+    if (q->step())
+        contributors = q->integer(0);
+    if (contributors == 0 || contributors < roundQuorum())
+        return;
+    // The ticker closes the round (rounds.cpp, tick), so that this answer does not wait for the
+    // outer step and the files of the new version.
+    if (cfg.backgroundThreads)
+        tickCv.notify_all();
+    else if (auto st = closeRound(lock); !st)
+        log("error: closing the round failed: " + st.error().message);
 }
 
 }  // namespace tandem::coord

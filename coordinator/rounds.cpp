@@ -147,7 +147,8 @@ int64_t Coordinator::Impl::roundQuorum() {
 void Coordinator::Impl::abandonTimedOut() {
     const int64_t t = now();
     auto q = db.prepareCached(
-        "SELECT id, deadline_unix FROM work_units WHERE run_id = ? AND state = 'assigned'");
+        "SELECT id, deadline_unix, id IN (SELECT work_unit_id FROM held_results) FROM work_units "
+        "WHERE run_id = ? AND state = 'assigned'");
     if (!q)
         return;
     q->bind(1, runId);
@@ -159,6 +160,8 @@ void Coordinator::Impl::abandonTimedOut() {
         const int64_t heartbeat = lastSignOfLife(id);  // in memory (unit_liveness.hpp)
         if (uploading.count(id))
             continue;  // its result is arriving
+        if (q->integer(2) != 0)
+            continue;  // its result is here, held until its twin's arrives (replication.hpp)
         if (q->integer(1) < t)
             victims.emplace_back(id, "its deadline passed; its data was reassigned");
         else if (heartbeat < t - cfg.heartbeatTimeoutSeconds)
@@ -194,6 +197,7 @@ void Coordinator::Impl::tick() {
         return;
     abandonTimedOut();
     abandonStalled();
+    settleHeld();  // held results whose twin timed out are accepted alone
     if (now() - livenessWrittenUnix >= kLivenessFlushSeconds)
         flushLiveness();
     auto q =

@@ -288,6 +288,7 @@ Status Coordinator::Impl::restore() {
         return st;
     restoreOuterStep();
     cleanStaleFiles(true);
+    removeOrphanHeldFiles();
 
     // Closed rounds whose validation loss was not recorded before a stop.
     auto pending = db.prepare(

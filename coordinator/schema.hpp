@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 5> kMigrations = {
+inline constexpr std::array<std::string_view, 6> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -152,6 +152,44 @@ CREATE TABLE team_totals (
   PRIMARY KEY (run_id, team_key)
 );
 CREATE INDEX team_totals_rank ON team_totals(run_id, credit);
+)sql",
+    // 6: replication spot-checks (replication.hpp). A unit chosen for a check waits for a twin
+    // (twin_wanted), a second unit of the same base version, data range, seed and H for another
+    // client; each points at the other (twin_id). A twin's result waits in held_results (its
+    // payload in held/<unit>.f16) until the other one arrives; each decided pair is a row of
+    // replica_checks, counted on both clients, and a client with --replicate-strikes
+    // disagreements, more than its agreements, is blocked.
+    R"sql(
+ALTER TABLE work_units ADD COLUMN twin_wanted INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE work_units ADD COLUMN twin_id INTEGER;
+CREATE INDEX work_units_twin_wanted ON work_units(run_id, twin_wanted) WHERE twin_wanted = 1;
+CREATE TABLE held_results (
+  work_unit_id INTEGER PRIMARY KEY REFERENCES work_units(id),
+  tokens INTEGER NOT NULL,
+  steps INTEGER NOT NULL,
+  loss_first REAL NOT NULL,
+  loss_last REAL NOT NULL,
+  norm REAL NOT NULL,
+  weight_factor REAL NOT NULL,         -- the gate's, when it was checked on arrival
+  payload_sha256 BLOB NOT NULL,
+  result_sha256 BLOB NOT NULL,
+  signature BLOB NOT NULL,
+  received_unix INTEGER NOT NULL
+);
+CREATE TABLE replica_checks (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  first_unit INTEGER NOT NULL REFERENCES work_units(id),   -- the result that waited
+  second_unit INTEGER NOT NULL REFERENCES work_units(id),
+  first_client INTEGER NOT NULL REFERENCES clients(id),
+  second_client INTEGER NOT NULL REFERENCES clients(id),
+  distance REAL NOT NULL,              -- ||a - b|| / max(||a||, ||b||)
+  agreed INTEGER NOT NULL,
+  decided_unix INTEGER NOT NULL
+);
+ALTER TABLE clients ADD COLUMN replica_agreements INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE clients ADD COLUMN replica_disagreements INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE clients ADD COLUMN blocked_unix INTEGER;
 )sql",
 };
 

@@ -21,7 +21,7 @@ StateDir::StateDir(fs::path root, std::shared_ptr<int> lock)
 
 Expected<StateDir> StateDir::open(const fs::path& root) {
     std::error_code ec;
-    for (const char* sub : {"", "weights", "momentum", "rounds", "uploads", "data"}) {
+    for (const char* sub : {"", "weights", "momentum", "rounds", "uploads", "data", "held"}) {
         fs::create_directories(root / sub, ec);
         if (ec)
             return makeError("cannot create " + (root / sub).string() + ": " + ec.message());

@@ -38,6 +38,11 @@ class StateDir {
     std::filesystem::path momentum(int64_t version) const;
     std::filesystem::path round(int64_t number) const;  // accepted payloads of an open round
     std::filesystem::path payload(int64_t roundNumber, int64_t workUnitId) const;
+    // Results held until their twin's result arrives (replication.hpp).
+    std::filesystem::path held() const { return m_root / "held"; }
+    std::filesystem::path heldPayload(int64_t workUnitId) const {
+        return held() / (std::to_string(workUnitId) + ".f16");
+    }
 
     // Writes weights/v<version>.ckpt and momentum/v<version>.ckpt (each atomically); returns the
     // weights file as served to workers. parameters, velocity: (P) for `model`.

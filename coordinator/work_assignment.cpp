@@ -82,6 +82,8 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t cli
 Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req,
                                                  const std::string& requestId) {
     const int64_t nowUnix = now();
+    if (auto r = blockedRefusal(clientId))
+        return *r;
     if (!requestId.empty()) {
         if (auto repeated = repeatedRequest(clientId, requestId))
             return std::move(*repeated);
@@ -127,14 +129,19 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
                               "', which reports " + formatMemory(req.memoryBytes) + " available");
         }
     }
+    // A unit waiting for its twin goes first (replication.cpp).
+    if (auto twin = assignTwin(clientId, requestId))
+        return std::move(*twin);
     const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds);
     const int64_t trainBytes = data.trainTokens();
     int64_t offset = 0, length = 0, reusedFrom = 0;
     int64_t cursor = 0, span = 0;
     {
         auto q = db.prepare(
-            "SELECT id, data_offset, data_length FROM work_units WHERE run_id = ? AND "
-            "base_version = ? AND state = 'abandoned' AND reassigned = 0 ORDER BY id LIMIT 1");
+            "SELECT id, data_offset, data_length FROM work_units w WHERE run_id = ? AND "
+            "base_version = ? AND state = 'abandoned' AND reassigned = 0 AND NOT EXISTS (SELECT "
+            "1 FROM work_units t WHERE t.id = w.twin_id AND t.state != 'abandoned') ORDER BY id "
+            "LIMIT 1");
         if (!q)
             return internalError(q.error().message);
         q->bind(1, runId).bind(2, version);
@@ -239,10 +246,13 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.maxUploadBytes = maxUploadBytes();
     m.sign(key);
 
-    auto upd = db.prepare("UPDATE work_units SET manifest_json = ? WHERE id = ?");
+    // About --replicate-fraction of the units wait for a twin (replication.cpp).
+    auto upd = db.prepare("UPDATE work_units SET manifest_json = ?, twin_wanted = ? WHERE id = ?");
     if (!upd)
         return internalError(upd.error().message);
-    upd->bind(1, m.toJson()).bind(2, wuId);
+    upd->bind(1, m.toJson())
+        .bind(2, chosenForTwin(run.seed, wuId, cfg.replicateFraction))
+        .bind(3, wuId);
     if (auto st = upd->run(); !st)
         return internalError(st.error().message);
     if (reusedFrom != 0) {

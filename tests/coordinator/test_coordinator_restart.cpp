@@ -38,9 +38,10 @@ double decodeHalf(uint16_t h) {
     return sign ? -v : v;
 }
 
-// The delta a work unit uploads, a function of its id only (so the oracle can rebuild it).
-std::vector<uint16_t> deltaFor(int64_t wu, int64_t P) {
-    Rng rng(static_cast<uint64_t>(wu) * 7919 + 1);
+// The delta a work unit uploads, a function of its seed and data only (so the oracle can rebuild
+// it, and a unit and its twin upload the same one).
+std::vector<uint16_t> deltaFor(const net::Manifest& m, int64_t P) {
+    Rng rng(m.seed * 7919 + static_cast<uint64_t>(m.dataOffset) + 1);
     std::vector<uint16_t> d(static_cast<size_t>(P));
     for (auto& h : d)
         h = static_cast<uint16_t>((rng.below(2) << 15) | (rng.below(12) << 10) | rng.below(1024));
@@ -107,7 +108,9 @@ class TestCoordinatorRestart : public QObject {
              "L=1,NH=2,C=16,T=16", "--inner-steps", "4", "--batch", "2", "--quorum", "2",
              "--max-staleness", "1", "--threads", "1", "--http-threads", "4",
              // Random deltas at exact weights: the oracle replays them without the gate.
-             "--min-cosine", "-1", "--clip-norm-ratio", "0", "--max-relative-norm", "0"});
+             "--min-cosine", "-1", "--clip-norm-ratio", "0", "--max-relative-norm", "0",
+             // Many twins, so that kills land between a held result and its twin's.
+             "--replicate-fraction", "0.3"});
         m_proc.setProcessChannelMode(QProcess::SeparateChannels);
         m_proc.start();
         if (!m_proc.waitForStarted(10000))
@@ -197,7 +200,8 @@ class TestCoordinatorRestart : public QObject {
         }
         std::map<int64_t, std::string> receipts;  // work unit -> receipt JSON as received
         Rng rng(12345);
-        int uploads = 0;
+        int uploads = 0, held = 0;
+        std::map<int64_t, net::Manifest> manifests;  // every unit handed out, for the replay
 
         for (int cycle = 0; cycle <= kills; ++cycle) {
             const bool last = cycle == kills;
@@ -226,8 +230,10 @@ class TestCoordinatorRestart : public QObject {
                             failed = true;
                             break;
                         }
-                        if (res->status == 200)
+                        if (res->status == 200) {
                             c.held.push_back(net::Manifest::fromJson(res->body).value());
+                            manifests[c.held.back().workUnitId] = c.held.back();
+                        }
                     }
                     if (c.held.empty())
                         continue;
@@ -236,7 +242,7 @@ class TestCoordinatorRestart : public QObject {
                     h.workUnitId = m.workUnitId;
                     h.tokens = tokensFor(m.workUnitId);
                     h.steps = m.innerSteps;
-                    auto body = net::buildResult(h, deltaFor(m.workUnitId, P));
+                    auto body = net::buildResult(h, deltaFor(m, P));
                     h = net::parseResultHeader(body).value();
                     auth.emplace("X-Tandem-Signature",
                                  net::toBase64(c.key.sign(net::resultDigest(h))));
@@ -254,6 +260,13 @@ class TestCoordinatorRestart : public QObject {
                         if (it != receipts.end())
                             QCOMPARE(res->body, it->second);
                         receipts[m.workUnitId] = res->body;
+                        c.held.erase(c.held.begin());
+                    } else if (res->status == 503) {
+                        // Held until its twin's result arrives: retried after the others.
+                        auto e = net::ApiError::fromJson(res->body);
+                        QVERIFY2(e.ok() && e->code == "awaiting_replica", res->body.c_str());
+                        ++held;
+                        c.held.push_back(m);
                         c.held.erase(c.held.begin());
                     } else {
                         auto e = net::ApiError::fromJson(res->body);
@@ -297,6 +310,19 @@ class TestCoordinatorRestart : public QObject {
                 int64_t(0));
             QCOMPARE(db.integer("SELECT version FROM runs"),
                      db.integer("SELECT COUNT(*) FROM rounds WHERE closed_unix IS NOT NULL"));
+            // Twins: an agreed pair is two accepted results; a held result has its file and is
+            // not counted anywhere yet.
+            QCOMPARE(db.integer("SELECT COUNT(*) FROM replica_checks c WHERE agreed != 1 OR "
+                                "(SELECT COUNT(*) FROM results s WHERE s.work_unit_id IN "
+                                "(c.first_unit, c.second_unit)) != 2"),
+                     int64_t(0));
+            QCOMPARE(db.integer("SELECT COUNT(*) FROM held_results h JOIN results s ON "
+                                "s.work_unit_id = h.work_unit_id"),
+                     int64_t(0));
+            for (auto& row : db.query("SELECT work_unit_id FROM held_results"))
+                QVERIFY2(
+                    QFile::exists(m_state + "/held/" + QString::fromStdString(row[0]) + ".f16"),
+                    "a held result lost its payload");
         }
         QVERIFY2(receipts.size() >= 4,
                  qPrintable(QString("only %1 results accepted").arg(receipts.size())));
@@ -335,13 +361,15 @@ class TestCoordinatorRestart : public QObject {
         const int64_t version = db.integer("SELECT version FROM runs");
         QVERIFY(version >= 1);
         std::vector<float> theta = initial->parameters, vel(size_t(P), 0.0f);
+        int twinResults = 0;
         std::vector<std::vector<float>> history;  // weights of every version so far
         const float lr = 0.35f, mu = 0.9f;        // the coordinator's default outer step
         for (int64_t r = 0; r < version; ++r) {
             history.push_back(theta);
             auto rows = db.query(
-                "SELECT s.work_unit_id, s.weight, s.tokens, w.base_version FROM results s JOIN "
-                "work_units w ON w.id = s.work_unit_id WHERE s.round = " +
+                "SELECT s.work_unit_id, s.weight, s.tokens, w.base_version, (SELECT COUNT(*) "
+                "FROM replica_checks c WHERE s.work_unit_id IN (c.first_unit, c.second_unit)) "
+                "FROM results s JOIN work_units w ON w.id = s.work_unit_id WHERE s.round = " +
                 std::to_string(r) + " ORDER BY s.seq");
             QVERIFY(!rows.empty());
             std::vector<float> sum(size_t(P), 0.0f);
@@ -351,9 +379,14 @@ class TestCoordinatorRestart : public QObject {
                 const double weight = std::stod(row[1]);
                 const int64_t staleness = r - std::stoll(row[3]);
                 QVERIFY(staleness == 0 || staleness == 1);
-                QCOMPARE(weight, double(tokensFor(wu)) * std::pow(0.5, double(staleness)));
+                // One of an agreed pair of twins counts at half its weight.
+                const double twin = std::stoll(row[4]) > 0 ? 0.5 : 1.0;
+                if (twin < 1)
+                    ++twinResults;
+                QCOMPARE(weight, double(tokensFor(wu)) * std::pow(0.5, double(staleness)) * twin);
                 QCOMPARE(std::stoll(row[2]), tokensFor(wu));
-                const auto d = deltaFor(wu, P);
+                QVERIFY(manifests.count(wu));
+                const auto d = deltaFor(manifests.at(wu), P);
                 for (int64_t i = 0; i < P; ++i)
                     sum[size_t(i)] =
                         sum[size_t(i)] + float(weight) * float(decodeHalf(d[size_t(i)]));
@@ -381,8 +414,10 @@ class TestCoordinatorRestart : public QObject {
             (m_state + "/momentum/v" + QString::number(version) + ".ckpt").toStdString());
         QVERIFY(momentum.ok());
         QVERIFY(momentum->parameters == vel);
-        qInfo("%d kills, %d uploads, %zu accepted, %lld rounds closed", kills, uploads,
-              receipts.size(), static_cast<long long>(version));
+        qInfo(
+            "%d kills, %d uploads, %zu accepted, %lld rounds closed, %d held for a twin, %d "
+            "committed as agreeing twins",
+            kills, uploads, receipts.size(), static_cast<long long>(version), held, twinResults);
     }
 };
 

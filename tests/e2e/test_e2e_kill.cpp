@@ -46,6 +46,10 @@ class TestE2eKill : public QObject {
             args.push_back(c);
         QVERIFY2(coord.start(dir, args), tail(coord.log).c_str());
 
+        // A kill point at the end of a unit (receipt) needs a whole unit trained and uploaded:
+        // in the 300-kill soak on a loaded machine 3 of 30 missed a 60 s wait, and 1 of 30 still
+        // missed this one (not explained yet; docs/fuzzing.md).
+        const int reachWithinMs = 240000;
         Rng rng(20261122);
         std::map<std::string, int> phases;
         // Every other kill is at a random moment; the others at a named point of the engine
@@ -74,7 +78,7 @@ class TestE2eKill : public QObject {
                     << "---- killed (-9) after " << delayMs << " ms\n";
             } else {
                 // It kills itself there; if the point is not reached in time, kill it anyway.
-                const bool reached = w.wait(60000);
+                const bool reached = w.wait(reachWithinMs);
                 if (!reached) {
                     ::kill(static_cast<pid_t>(w.process.processId()), SIGKILL);
                     QVERIFY(w.wait(10000));
