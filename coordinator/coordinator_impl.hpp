@@ -151,6 +151,10 @@ struct Coordinator::Impl {
 
     // newClientWorkUnits until a recent accepted result, then maxWorkUnitsPerClient.
     int workUnitLimit(int64_t clientId);
+    // The manifest's start_blend for this client's next unit (docs/protocol.md): cfg.startBlend
+    // when its previous unit of the run is not in the weights it gets now (still out, training
+    // or uploading: the overlap; or its result waits in the open round), otherwise 0.
+    float startBlendFor(int64_t clientId);
     void noteProgress(int64_t workUnitId, int64_t step);
     void abandonStalled();  // units whose step has not advanced for stallTimeoutSeconds
 

@@ -10,6 +10,22 @@
 
 namespace tandem::coord {
 
+float Coordinator::Impl::startBlendFor(int64_t clientId) {
+    if (cfg.startBlend <= 0)
+        return 0;
+    auto q = db.prepare(
+        "SELECT w.state, COALESCE(s.round, -1) FROM work_units w LEFT JOIN results s ON "
+        "s.work_unit_id = w.id WHERE w.run_id = ? AND w.client_id = ? ORDER BY w.id DESC LIMIT 1");
+    if (!q)
+        return 0;
+    q->bind(1, runId).bind(2, clientId);
+    if (!q->step())
+        return 0;  // its first unit of the run
+    const std::string state = q->text(0);
+    const bool out = state == "assigned" || (state == "accepted" && q->integer(1) >= version);
+    return out ? cfg.startBlend : 0.0f;
+}
+
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds) {
     if (tokensPerSecond <= 0)
         return run.innerSteps;
@@ -174,6 +190,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
             span = range->assignedBytes;
         }
     }
+    const float startBlend = req.protocol >= 3 ? startBlendFor(clientId) : 0.0f;
     const uint64_t seed = [&] {
         Rng rng(run.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(nowUnix));
         return rng.next() & ((uint64_t{1} << 53) - 1);
@@ -241,6 +258,10 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.heartbeatSeconds = cfg.heartbeatSeconds;
     m.uploadUrl = "/v1/results/" + std::to_string(wuId);
     m.maxUploadBytes = maxUploadBytes();
+    // A worker that asked with version 2 gets a version 2 manifest (it would not know the field
+    // and its signature check would fail): it starts from the weights, as before.
+    m.protocol = std::min(req.protocol, net::kProtocolVersion);
+    m.startBlend = startBlend;
     m.sign(key);
 
     auto upd = db.prepare("UPDATE work_units SET manifest_json = ? WHERE id = ?");
