@@ -23,6 +23,8 @@ def main():
         with open(path) as f:
             data = json.load(f)
         for r in data["runs"]:
+            # Files written before per-arm workers: every arm had the file's K.
+            r.setdefault("tokensTotal", r["tokensPerWorker"] * data.get("workers", 4))
             runs[(r["config"], r["arm"], r["seed"])] = r
     arms = OrderedDict()
     for (config, arm, seed), r in runs.items():

@@ -153,7 +153,8 @@ struct Coordinator::Impl {
     int workUnitLimit(int64_t clientId);
     // The manifest's start_blend for this client's next unit (docs/protocol.md): cfg.startBlend
     // when its previous unit of the run is not in the weights it gets now (still out, training
-    // or uploading: the overlap; or its result waits in the open round), otherwise 0.
+    // or uploading: the overlap; or its result waits in the open round); 1 when that unit was
+    // trained but its result was lost (DiLoCo's rule for dropped results); otherwise 0.
     float startBlendFor(int64_t clientId);
     void noteProgress(int64_t workUnitId, int64_t step);
     void abandonStalled();  // units whose step has not advanced for stallTimeoutSeconds

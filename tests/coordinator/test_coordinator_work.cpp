@@ -158,6 +158,37 @@ class TestCoordinatorWork : public QObject {
         QVERIFY(m3.verify(pk));
     }
 
+    // A unit trained to its end whose result never arrived (here: its heartbeats stopped after
+    // the last step, as when an upload is lost): the next unit continues from the worker's own
+    // end point (DiLoCo's rule for dropped results), once; a unit abandoned before its end, or
+    // a second loss in a row, starts from the weights.
+    void startBlendOneAfterALostResult() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto c = f.registerClient("c");
+        auto loseAfter = [&](const net::Manifest& m, int64_t step) {
+            auto ok = f.coordinator().progress(c.id, m.workUnitId,
+                                               net::ProgressReport{step, 3.0f, 1.0}.toJson());
+            *f.clock += 200;  // past the heartbeat timeout (180 s)
+            f.coordinator().tick();
+            return ok.ok();
+        };
+        const auto u1 = f.work(c);
+        QVERIFY(f.upload(c, buildResult(u1, patternDelta(u1.model.parameterCount()), c.key)).ok());
+        const auto u2 = f.work(c);
+        QCOMPARE(u2.startBlend, 0.5f);  // u1 waits in the open round
+        QVERIFY(loseAfter(u2, u2.innerSteps));
+        const auto u3 = f.work(c);
+        QCOMPARE(u3.startBlend, 1.0f);
+        QVERIFY(loseAfter(u3, u3.innerSteps));
+        const auto u4 = f.work(c);  // lost twice in a row: back to the weights
+        QCOMPARE(u4.startBlend, 0.0f);
+        QVERIFY(loseAfter(u4, u4.innerSteps - 1));
+        const auto u5 = f.work(c);  // abandoned before its end: nothing was lost
+        QCOMPARE(u5.startBlend, 0.0f);
+        QVERIFY(f.logged("abandoned"));
+    }
+
     void startBlendZeroIsOff() {
         auto config = Fixture::config(2);
         config.startBlend = 0;
