@@ -187,6 +187,20 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
     app::addNonNegative(cli, "--outer-momentum", cfg.outer.momentum, "MU",
                         "outer Nesterov momentum (default 0.9)");
     cli.add_option_function<std::string>(
+           "--start-blend",
+           [&cfg](const std::string& v) {
+               char* end = nullptr;
+               const double b = std::strtod(v.c_str(), &end);
+               if (v.empty() || *end != '\0' || !(b >= 0.0 && b <= 1.0))
+                   throw app::badValue("--start-blend expects a number in [0, 1], found '" + v +
+                                       "'");
+               cfg.startBlend = static_cast<float>(b);
+           },
+           "a unit started while the worker's last result is not in the weights yet starts\n"
+           "from (1 - B) x the weights + B x the worker's own last end point; 0: from the\n"
+           "weights (default 0.5)")
+        ->type_name("B");
+    cli.add_option_function<std::string>(
            "--inner-lr",
            [&cfg](const std::string& v) {
                const auto d = app::parseNonNegative(v);

@@ -31,8 +31,8 @@ const char* kUsage =
     "  --outer-momentum X outer Nesterov momentum (default 0.9)\n"
     "  --int8-block S     elements per int8 scale (default 256)\n"
     "  --eval-every N     validation every N steps, at round ends for DiLoCo (default 50)\n"
-    "  --eval-batches N   validation batches (B sequences each) per curve point (default 8)\n"
-    "  --final-batches N  validation batches for the final loss (default 32)\n"
+    "  --eval-batches N   validation batches (B sequences each) at every curve point, the\n"
+    "                     final one included (default 32)\n"
     "  --threads N        threads per backend (default 1)\n"
     "  --jobs N           runs in parallel (default: hardware threads / threads)\n"
     "  --corpus PATH      text file or directory (default /usr/share/games/fortunes)\n"
@@ -52,7 +52,13 @@ const char* kUsage =
     "and decays within each round,\n"
     "as work units did before the run-wide schedule), cst (the inner lr warms up once and then\n"
     "stays at its peak: the coordinator's schedule for a run of open length), olr<X> and\n"
-    "mom<X> (outer lr and momentum for this arm).\n"
+    "mom<X> (outer lr and momentum for this arm), eager<X> (with pipe: a worker's next unit\n"
+    "starts from (1-X) x the assigned weights + X x its own last end point), keep (a worker\n"
+    "whose upload was dropped starts its next unit from its own end point, as in DiLoCo),\n"
+    "tokw (a round's mean divides by the weight of every upload due, so lost ones count as\n"
+    "zero). Any arm, sync too: lr<X> (peak inner lr, e.g. lr0.006), m<K> (workers), b<B>\n"
+    "(sequences per worker step), s<N> (steps per worker). 'vs sync' compares with the best\n"
+    "sync arm that trained the same number of tokens in all.\n"
     "Default arms: sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1,\n"
     "h50-fp16-pipe,h50-fp16-pipe-raw\n";
 
@@ -69,10 +75,6 @@ const char* encodingName(Encoding e) {
 Expected<Arm> parseArm(const std::string& text) {
     Arm arm;
     arm.name = text;
-    if (text == "sync") {
-        arm.sync = true;
-        return arm;
-    }
     std::vector<std::string> parts;
     std::stringstream stream(text);
     for (std::string part; std::getline(stream, part, '-');)
@@ -80,8 +82,9 @@ Expected<Arm> parseArm(const std::string& text) {
     auto bad = [&](const std::string& why) {
         return makeError(
             "arm '" + text + "': " + why +
-            "; expected sync or h<H>[-fp32|-fp16|-int8][-drop<P>][-stale<S>]"
-            "[-pipe][-raw|-reb<X>][-wus][-cst][-olr<X>][-mom<X>][-byz<ATTACK>][-gate|-oldgate]"
+            "; expected sync[-lr<X>][-m<K>][-b<B>][-s<N>] or h<H>[-fp32|-fp16|-int8][-drop<P>]"
+            "[-stale<S>][-pipe][-raw|-reb<X>][-eager<X>][-keep][-tokw][-wus][-cst][-olr<X>]"
+            "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate]"
             " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
     auto number = [](const std::string& s, double* out) {
@@ -90,13 +93,45 @@ Expected<Arm> parseArm(const std::string& text) {
         return !s.empty() && end != nullptr && *end == '\0' && std::isfinite(*out);
     };
     double value = 0;
+    auto whole = [&](const std::string& p, const char* prefix, double hi, int* out) {
+        const size_t n = std::char_traits<char>::length(prefix);
+        if (p.rfind(prefix, 0) != 0 || !number(p.substr(n), &value) || value < 1 || value > hi ||
+            value != std::floor(value))
+            return false;
+        *out = static_cast<int>(value);
+        return true;
+    };
+    // Parts that any arm may have; false when p is none of them.
+    auto common = [&](const std::string& p) {
+        if (p.rfind("lr", 0) == 0 && number(p.substr(2), &value) && value > 0 && value <= 1) {
+            arm.innerLr = static_cast<float>(value);
+            return true;
+        }
+        return whole(p, "m", 64, &arm.workers) || whole(p, "b", 4096, &arm.batch) ||
+               whole(p, "s", 1e7, &arm.steps);
+    };
+    if (!parts.empty() && parts[0] == "sync") {
+        arm.sync = true;
+        for (size_t i = 1; i < parts.size(); ++i)
+            if (!common(parts[i]))
+                return bad("unknown part '" + parts[i] + "' for sync");
+        return arm;
+    }
     if (parts.empty() || parts[0].size() < 2 || parts[0][0] != 'h' ||
         !number(parts[0].substr(1), &value) || value < 1 || value != std::floor(value))
         return bad("it does not start with h<H>");
     arm.H = static_cast<int>(value);
     for (size_t i = 1; i < parts.size(); ++i) {
         const std::string& p = parts[i];
-        if (p == "fp32") {
+        if (common(p)) {
+        } else if (p == "keep") {
+            arm.keepOnDrop = true;
+        } else if (p == "tokw") {
+            arm.dueWeight = true;
+        } else if (p.rfind("eager", 0) == 0 && number(p.substr(5), &value) && value >= 0 &&
+                   value <= 1) {
+            arm.startBlend = static_cast<float>(value);
+        } else if (p == "fp32") {
             arm.encoding = Encoding::Fp32;
         } else if (p == "fp16") {
             arm.encoding = Encoding::Fp16;
@@ -136,6 +171,10 @@ Expected<Arm> parseArm(const std::string& text) {
     if ((arm.attack != Attack::None || arm.gate != GateRule::None) &&
         (arm.pipelined || arm.staleness > 0))
         return bad("Byzantine workers and the gate are simulated for on-time uploads only");
+    if (arm.startBlend > 0 && !arm.pipelined)
+        return bad("eager<X> blends the start of overlapped units: it needs pipe");
+    if (arm.dueWeight && (arm.pipelined || arm.staleness > 0))
+        return bad("tokw is simulated for on-time uploads only");
     return arm;
 }
 
@@ -211,8 +250,6 @@ int parseOptions(int argc, char** argv, Options* o) {
             ok = integer(1, 1e7, &o->evalEvery);
         } else if (flag == "--eval-batches") {
             ok = integer(1, 10000, &o->evalBatches);
-        } else if (flag == "--final-batches") {
-            ok = integer(1, 10000, &o->finalBatches);
         } else if (flag == "--threads") {
             ok = integer(1, 256, &o->threads);
         } else if (flag == "--jobs") {
@@ -238,13 +275,12 @@ int parseOptions(int argc, char** argv, Options* o) {
         if (o->configs.empty())
             o->configs.push_back("L=1,NH=2,C=64,T=32");
         if (arms.empty())
-            arms = "sync,h10-fp16,h10-int8-drop30-stale1";
+            arms = "sync,h10-fp16,h10-int8-drop30-stale1,h10-fp16-pipe-eager0.5,h10-drop30-keep-m2";
         if (o->steps == 0)
             o->steps = 40;
         o->seeds = std::min(o->seeds, 1);
         o->evalEvery = 10;
-        o->evalBatches = 2;
-        o->finalBatches = 4;
+        o->evalBatches = 4;
     }
     if (o->configs.empty())
         o->configs = {"tiny", "small"};

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 namespace tandem::bench {
@@ -18,7 +19,6 @@ std::vector<Summary> summarize(const std::vector<std::string>& configs,
                                const std::vector<RunResult>& results) {
     std::vector<Summary> out;
     for (const std::string& c : configs) {
-        double syncMean = 0;
         for (const Arm& a : arms) {
             Summary s;
             s.configName = c;
@@ -29,6 +29,7 @@ std::vector<Summary> summarize(const std::vector<std::string>& configs,
                     continue;
                 losses.push_back(r.finalLoss);
                 s.bytesPerToken = r.bytesPerWorker / static_cast<double>(r.tokensPerWorker);
+                s.tokensTotal = r.tokensTotal;
                 s.wallSeconds += r.wallSeconds;
             }
             if (losses.empty())
@@ -41,13 +42,21 @@ std::vector<Summary> summarize(const std::vector<std::string>& configs,
             s.stddev = losses.size() > 1 ? std::sqrt(s.stddev / (losses.size() - 1)) : 0.0;
             s.min = *std::min_element(losses.begin(), losses.end());
             s.max = *std::max_element(losses.begin(), losses.end());
-            if (a.sync)
-                syncMean = s.mean;
             out.push_back(s);
         }
-        for (Summary& s : out)
-            if (s.configName == c && syncMean > 0)
-                s.vsSync = s.mean / syncMean - 1.0;
+    }
+    // Each arm against the best synchronous arm (its lr tuned) at the same tokens in all.
+    for (Summary& s : out) {
+        const Summary* best = nullptr;
+        for (const Summary& x : out) {
+            const auto arm = std::find_if(arms.begin(), arms.end(),
+                                          [&](const Arm& a) { return a.name == x.arm; });
+            if (arm != arms.end() && arm->sync && x.configName == s.configName &&
+                x.tokensTotal == s.tokensTotal && (!best || x.mean < best->mean))
+                best = &x;
+        }
+        s.vsSync = best ? s.mean / best->mean - 1.0 : std::nan("");
+        s.vsSyncArm = best ? best->arm : "";
     }
     return out;
 }
@@ -69,9 +78,9 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
                   "  \"hardwareThreads\": %u,\n  \"workers\": %d,\n  \"batchPerWorker\": %d,\n"
                   "  \"outerLr\": %g,\n  \"outerMomentum\": %g,\n  \"int8Block\": %d,\n"
                   "  \"staleWeightFactor\": 0.5,\n  \"evalBatches\": %d,\n"
-                  "  \"finalBatches\": %d,\n  \"smoke\": %s,\n",
+                  "  \"smoke\": %s,\n",
                   bench::jsonEscape(cpu).c_str(), std::thread::hardware_concurrency(), o.workers,
-                  o.batch, o.outer.lr, o.outer.momentum, o.int8Block, o.evalBatches, o.finalBatches,
+                  o.batch, o.outer.lr, o.outer.momentum, o.int8Block, o.evalBatches,
                   o.smoke ? "true" : "false");
     file << buf << "  \"summary\": [\n";
     for (size_t i = 0; i < summary.size(); ++i) {
@@ -79,11 +88,14 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
         std::snprintf(buf, sizeof buf,
                       "    {\"config\": \"%s\", \"arm\": \"%s\", \"seeds\": %d, "
                       "\"finalLossMean\": %.6f, \"finalLossStd\": %.6f, \"finalLossMin\": %.6f, "
-                      "\"finalLossMax\": %.6f, \"vsSync\": %.6f, "
+                      "\"finalLossMax\": %.6f, \"vsSync\": %s, \"vsSyncArm\": \"%s\", "
+                      "\"tokensTotal\": %lld, "
                       "\"bytesPerWorkerPerToken\": %.6f, \"wallSeconds\": %.2f}%s\n",
                       bench::jsonEscape(s.configName).c_str(), bench::jsonEscape(s.arm).c_str(),
-                      s.seeds, s.mean, s.stddev, s.min, s.max, s.vsSync, s.bytesPerToken,
-                      s.wallSeconds, i + 1 < summary.size() ? "," : "");
+                      s.seeds, s.mean, s.stddev, s.min, s.max,
+                      std::isfinite(s.vsSync) ? std::to_string(s.vsSync).c_str() : "null",
+                      bench::jsonEscape(s.vsSyncArm).c_str(), static_cast<long long>(s.tokensTotal),
+                      s.bytesPerToken, s.wallSeconds, i + 1 < summary.size() ? "," : "");
         file << buf;
     }
     file << "  ],\n  \"runs\": [\n";
@@ -93,7 +105,9 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             buf, sizeof buf,
             "    {\"config\": \"%s\", \"model\": \"%s\", \"arm\": \"%s\", \"seed\": %d, "
             "\"sync\": %s, \"H\": %d, \"encoding\": \"%s\", \"dropRate\": %g, \"staleness\": %d, "
+            "\"workers\": %d, \"batch\": %d, \"innerLr\": %g, "
             "\"parameters\": %lld, \"seqLen\": %d, \"tokensPerWorker\": %lld, "
+            "\"tokensTotal\": %lld, "
             "\"bytesPerWorker\": %.0f, \"bytesPerWorkerPerToken\": %.6f, \"rounds\": %d, "
             "\"emptyRounds\": %d, \"droppedUploads\": %d, \"staleResults\": %d, "
             "\"gateRefused\": %d, \"gateDownWeighted\": %d, "
@@ -102,8 +116,9 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             "     \"curve\": [",
             bench::jsonEscape(r.configName).c_str(), r.config.describe().c_str(),
             bench::jsonEscape(r.arm).c_str(), r.seed, r.sync ? "true" : "false", r.H,
-            r.sync ? "fp32" : encodingName(r.encoding), r.dropRate, r.staleness,
-            static_cast<long long>(r.parameters), r.T, static_cast<long long>(r.tokensPerWorker),
+            r.sync ? "fp32" : encodingName(r.encoding), r.dropRate, r.staleness, r.workers, r.batch,
+            static_cast<double>(r.innerLr), static_cast<long long>(r.parameters), r.T,
+            static_cast<long long>(r.tokensPerWorker), static_cast<long long>(r.tokensTotal),
             r.bytesPerWorker, r.bytesPerWorker / static_cast<double>(r.tokensPerWorker), r.rounds,
             r.emptyRounds, r.droppedUploads, r.staleResults, r.gateRefused, r.gateDownWeighted,
             r.agreementMean, r.agreementLast, r.maxRise, r.finalLoss, r.lastTrainLoss,

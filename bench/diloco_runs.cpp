@@ -128,7 +128,7 @@ Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B) {
 // the average of the K workers' gradients (what an all-reduce would produce).
 Expected<RunResult> runSync(const RunContext& ctx, RunResult result) {
     const Options& o = *ctx.options;
-    const int K = o.workers, B = o.batch, T = ctx.T;
+    const int K = result.workers, B = result.batch, T = ctx.T;
     auto made = makeWorker(ctx, K * B);
     if (!made)
         return made.error();
@@ -147,15 +147,15 @@ Expected<RunResult> runSync(const RunContext& ctx, RunResult result) {
     const AdamWConfig adamw;
     const double bytesPerStep = 4.0 * static_cast<double>(result.parameters);  // fp32 gradient
 
-    auto point = [&](int64_t step, int batches) -> Status {
-        auto loss = evaluate(backend, *ctx.eval, batches);
+    auto point = [&](int64_t step) -> Status {
+        auto loss = evaluate(backend, *ctx.eval, o.evalBatches);
         if (!loss)
             return loss.error();
         result.curve.push_back(
             {step, step * B * T, bytesPerStep * static_cast<double>(step), *loss});
         return {};
     };
-    if (auto st = point(0, o.evalBatches); !st)
+    if (auto st = point(0); !st)
         return st.error();
     for (int step = 0; step < ctx.steps; ++step) {
         for (int k = 0; k < K; ++k)
@@ -170,10 +170,10 @@ Expected<RunResult> runSync(const RunContext& ctx, RunResult result) {
         if (auto st = backend.adamwStep(adamw, schedule.at(step)); !st)
             return st.error();
         if ((step + 1) % o.evalEvery == 0 && step + 1 < ctx.steps)
-            if (auto st = point(step + 1, o.evalBatches); !st)
+            if (auto st = point(step + 1); !st)
                 return st.error();
     }
-    if (auto st = point(ctx.steps, o.finalBatches); !st)
+    if (auto st = point(ctx.steps); !st)
         return st.error();
     result.rounds = ctx.steps;
     result.bytesPerWorker = bytesPerStep * ctx.steps;
@@ -186,7 +186,7 @@ Expected<RunResult> runSync(const RunContext& ctx, RunResult result) {
 // and takes the outer Nesterov step.
 Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult result) {
     const Options& o = *ctx.options;
-    const int K = o.workers, B = o.batch, T = ctx.T, H = arm.H;
+    const int K = result.workers, B = result.batch, T = ctx.T, H = arm.H;
     if (ctx.steps % H != 0)
         return makeError("steps " + std::to_string(ctx.steps) +
                          " is not a multiple of H = " + std::to_string(H));
@@ -241,20 +241,49 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
     double bytesAll = 0;  // summed over workers
     int64_t nextEval = o.evalEvery;
 
-    auto point = [&](int64_t step, int batches) -> Status {
-        auto loss = evaluate(*workers[0], *ctx.eval, batches);
+    auto point = [&](int64_t step) -> Status {
+        // Worker 0's own weights are kept in ownEnd where a later round needs them.
+        if (auto st = workers[0]->loadParameters(theta); !st)
+            return st;
+        auto loss = evaluate(*workers[0], *ctx.eval, o.evalBatches);
         if (!loss)
             return loss.error();
         result.curve.push_back({step, step * B * T, bytesAll / K, *loss});
         return {};
     };
-    if (auto st = point(0, o.evalBatches); !st)
+    if (auto st = point(0); !st)
         return st.error();
     const int rounds = ctx.steps / H;
-    for (int r = 0; r < rounds; ++r) {
+    // A worker's own last end point, where its next unit may start from (eager, keep).
+    const bool keepsEnds = arm.startBlend > 0 || arm.keepOnDrop;
+    std::vector<std::vector<float>> ownEnd(keepsEnds ? static_cast<size_t>(K) : 0);
+    std::vector<char> lastDropped(static_cast<size_t>(K), 0);
+    std::vector<float> start(static_cast<size_t>(P));
+    const double unitTokens = static_cast<double>(H) * B * T;
+    // Pipelined: one more close after the last unit commits the uploads still in flight, so
+    // that every trained token reaches the weights as in the other arms.
+    const int closes = arm.pipelined ? rounds + 1 : rounds;
+    for (int r = 0; r < closes; ++r) {
         double workerNorms = 0;
-        for (int k = 0; k < K; ++k) {
+        std::vector<int> onTime;
+        const bool trains = r < rounds;
+        for (int k = 0; trains && k < K; ++k) {
             Backend& w = *workers[k];
+            // Where this unit starts: the assigned weights theta, or a blend with the worker's
+            // own last end point (the manifest's start_blend).
+            const float blend = r == 0                             ? 0.0f
+                                : arm.pipelined                    ? arm.startBlend
+                                : arm.keepOnDrop && lastDropped[k] ? 1.0f
+                                                                   : 0.0f;
+            if (blend > 0) {
+                const auto& mine = ownEnd[static_cast<size_t>(k)];
+                for (int64_t i = 0; i < P; ++i)
+                    start[i] = theta[i] + blend * (mine[i] - theta[i]);
+                if (auto st = w.loadParameters(start); !st)
+                    return st.error();
+            } else if (auto st = w.loadParameters(theta); !st) {
+                return st.error();
+            }
             for (int h = 0; h < H; ++h) {
                 samplers[k].next(B, T, inputs, targets);
                 auto loss = w.forward(inputs, targets, B, T);
@@ -273,6 +302,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             }
             if (auto st = w.storeParameters(end); !st)
                 return st.error();
+            if (keepsEnds)
+                ownEnd[static_cast<size_t>(k)] = end;
             if (byzantine) {
                 auto& d = deltas[static_cast<size_t>(k)];
                 d.resize(static_cast<size_t>(P));
@@ -287,6 +318,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             // A NaN upload never gets past the coordinator's stream (non_finite), and the
             // worker's encoder refuses one: it is judged (refused) without being encoded.
             const bool unencodable = arm.attack == Attack::Nan && k >= K - attackers;
+            // The delta is relative to the assigned weights theta, whatever the start: the
+            // coordinator knows those (its base version) and re-bases from them.
             auto bytes = unencodable ? Expected<int64_t>(4 * P)
                                      : encodeUpload(arm.encoding, o.int8Block, theta, end,
                                                     &uploads[k], &pool);
@@ -300,12 +333,12 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 squares += d * d;
             }
             workerNorms += std::sqrt(squares) / K;
-            uploads[k].weight = static_cast<double>(H) * B * T;
+            uploads[k].weight = unitTokens;
         }
         // Fates of this round's uploads: lost, late, or on time.
-        std::vector<int> onTime;
-        for (int k = 0; k < K; ++k) {
-            if (arm.dropRate > 0 && faults.uniform() < arm.dropRate) {
+        for (int k = 0; trains && k < K; ++k) {
+            lastDropped[k] = arm.dropRate > 0 && faults.uniform() < arm.dropRate;
+            if (lastDropped[k]) {
                 ++result.droppedUploads;
                 continue;
             }
@@ -368,26 +401,25 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         }
         if (byzantine)
             before = theta;
+        // tokw: the uploads that were lost count as zero deltas.
+        const double divisor = arm.dueWeight ? std::max(weightSum, K * unitTokens) : weightSum;
         if (weightSum > 0) {
-            outerNesterovStep(theta, velocity, sum, static_cast<float>(1.0 / weightSum), outer,
+            outerNesterovStep(theta, velocity, sum, static_cast<float>(1.0 / divisor), outer,
                               &pool);
         } else {
             ++result.emptyRounds;  // nothing arrived: the version does not move
         }
         if (byzantine)
             gate.endRound(before, theta);
-        for (auto& w : workers)
-            if (auto st = w->loadParameters(theta); !st)
-                return st.error();
         const int64_t step = int64_t{r + 1} * H;
         if (step >= nextEval && r + 1 < rounds) {
-            if (auto st = point(step, o.evalBatches); !st)
+            if (auto st = point(step); !st)
                 return st.error();
             while (nextEval <= step)
                 nextEval += o.evalEvery;
         }
     }
-    if (auto st = point(ctx.steps, o.finalBatches); !st)
+    if (auto st = point(ctx.steps); !st)
         return st.error();
     result.rounds = rounds;
     result.bytesPerWorker = bytesAll / K;
@@ -398,8 +430,16 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
 
 }  // namespace
 
-Expected<RunResult> runOne(const RunContext& ctx, const Arm& arm, int seed) {
+Expected<RunResult> runOne(const RunContext& base, const Arm& arm, int seed) {
+    RunContext ctx = base;  // with this arm's steps and inner lr
+    if (arm.steps > 0)
+        ctx.steps = arm.steps;
+    if (arm.innerLr)
+        ctx.lr = *arm.innerLr;
     RunResult result;
+    result.workers = arm.workers > 0 ? arm.workers : ctx.options->workers;
+    result.batch = arm.batch > 0 ? arm.batch : ctx.options->batch;
+    result.innerLr = ctx.lr;
     result.configName = ctx.configName;
     result.config = ctx.config;
     result.arm = arm.name;
@@ -411,7 +451,8 @@ Expected<RunResult> runOne(const RunContext& ctx, const Arm& arm, int seed) {
     result.staleness = arm.staleness;
     result.T = ctx.T;
     result.parameters = ctx.config.parameterCount();
-    result.tokensPerWorker = int64_t{ctx.steps} * ctx.options->batch * ctx.T;
+    result.tokensPerWorker = int64_t{ctx.steps} * result.batch * ctx.T;
+    result.tokensTotal = result.tokensPerWorker * result.workers;
     const auto start = std::chrono::steady_clock::now();
     auto done = arm.sync ? runSync(ctx, std::move(result)) : runDiloco(ctx, arm, std::move(result));
     if (done)

@@ -36,6 +36,18 @@ struct Arm {
     bool roundSchedule = false;  // inner lr warms up and decays within each round
     bool constantLr = false;     // inner lr warms up once, then stays at its peak
     std::optional<float> outerLr, outerMomentum;
+    // Fair comparisons: this arm's peak inner lr (lr<X>), workers (m<K>), sequences per worker
+    // step (b<B>; sync steps over K x B) and steps per worker (s<N>); unset: the run's.
+    std::optional<float> innerLr;
+    int workers = 0, batch = 0, steps = 0;
+    // The eager variant (eager<X>): with pipe, a worker's next unit starts from
+    // (1 - X) x the weights it is assigned + X x its own last end point, as the worker does
+    // with the manifest's start_blend; its delta stays relative to the assigned weights.
+    float startBlend = 0;
+    // Dropped uploads: keep (DiLoCo): the worker whose upload was lost starts its next unit
+    // from its own end point (start_blend 1); tokw: the round's mean divides by the weight of
+    // every upload that was due, so a round that lost some moves less.
+    bool keepOnDrop = false, dueWeight = false;
     Attack attack = Attack::None;  // what 20% of the workers (at least one) upload instead
     GateRule gate = GateRule::None;
 };
@@ -48,7 +60,8 @@ struct Options {
     float lr = 0;  // 0: per-config default
     OuterConfig outer;
     int int8Block = kInt8DefaultBlock;
-    int evalEvery = 50, evalBatches = 8, finalBatches = 32;
+    // Every curve point, the last included, on the same evalBatches held-out batches.
+    int evalEvery = 50, evalBatches = 32;
     int threads = 1, jobs = 0;
     std::string corpus = "/usr/share/games/fortunes";
     std::string jsonPath, csvPath;
@@ -70,7 +83,9 @@ struct RunResult {
     Encoding encoding = Encoding::Fp32;
     double dropRate = 0;
     bool sync = false;
-    int64_t parameters = 0, tokensPerWorker = 0;
+    int workers = 0, batch = 0;  // this arm's K and B (sync: B is the per-worker share)
+    float innerLr = 0;
+    int64_t parameters = 0, tokensPerWorker = 0, tokensTotal = 0;
     double bytesPerWorker = 0, finalLoss = 0, lastTrainLoss = 0, wallSeconds = 0;
     int rounds = 0, emptyRounds = 0, droppedUploads = 0, staleResults = 0;
     int gateRefused = 0, gateDownWeighted = 0;  // uploads, under arm.gate
@@ -115,7 +130,12 @@ double maxRise(const std::vector<CurvePoint>& curve);
 struct Summary {
     std::string configName, arm;
     int seeds = 0;
-    double mean = 0, stddev = 0, min = 0, max = 0, bytesPerToken = 0, vsSync = 0;
+    int64_t tokensTotal = 0;
+    double mean = 0, stddev = 0, min = 0, max = 0, bytesPerToken = 0;
+    // Against the best synchronous arm (lowest mean) with the same tokens in all; NaN when
+    // there is none. vsSyncArm names it.
+    double vsSync = 0;
+    std::string vsSyncArm;
     double wallSeconds = 0;
 };
 

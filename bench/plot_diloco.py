@@ -3,8 +3,10 @@
 or the tests). Needs Debian's python3-matplotlib: run it with /usr/bin/python3.
 
 usage: /usr/bin/python3 bench/plot_diloco.py RESULTS.json [RESULTS.json ...] [--out OUT_DIR]
+       [--name NAME]
 
-Writes OUT_DIR/diloco_<config>.png (default docs/plots), one per config found in the files: validation loss against tokens trained
+Writes OUT_DIR/diloco_<config>.png (default docs/plots; diloco_<NAME>.png with --name), one per
+config found in the files: validation loss against tokens trained
 (left) and against bytes uploaded per worker (right, log scale); one line per arm, the mean over
 seeds, with the seeds' min..max shaded.
 """
@@ -19,8 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def mean_curves(runs):
-    """Per arm: steps, tokens, bytes, mean/min/max validation loss over seeds (same eval steps)."""
+def mean_curves(runs, workers):
+    """Per arm: tokens trained by all workers, bytes, mean/min/max validation loss over seeds
+    (same eval steps). workers: the file's K, for runs written before the per-arm one."""
     arms = OrderedDict()
     for run in runs:
         arms.setdefault(run["arm"], []).append(run)
@@ -29,7 +32,7 @@ def mean_curves(runs):
         length = min(len(r["curve"]) for r in seeds)
         points = [[r["curve"][i] for r in seeds] for i in range(length)]
         out[arm] = {
-            "tokens": [p[0]["tokensPerWorker"] for p in points],
+            "tokens": [p[0]["tokensPerWorker"] * seeds[0].get("workers", workers) for p in points],
             "bytes": [sum(q["bytesPerWorker"] for q in p) / len(p) for p in points],
             "mean": [sum(q["valLoss"] for q in p) / len(p) for p in points],
             "lo": [min(q["valLoss"] for q in p) for p in points],
@@ -40,8 +43,8 @@ def mean_curves(runs):
 
 
 def style(arm):
-    if arm == "sync":
-        return {"color": "black", "linewidth": 2.2, "linestyle": "-"}
+    if arm.startswith("sync"):
+        return {"color": "black" if arm == "sync" else None, "linewidth": 2.2, "linestyle": "-"}
     linestyle = "-"
     if "raw" in arm:  # late results not re-based: diverges, leaves the plot
         linestyle = "-."
@@ -64,26 +67,32 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     workers = 4
     configs = OrderedDict()
+    name = None
+    if "--name" in args:
+        i = args.index("--name")
+        name = args[i + 1]
+        del args[i : i + 2]
     for path in args:
         with open(path) as f:
             data = json.load(f)
         workers = data.get("workers", workers)
         for run in data["runs"]:
+            run.setdefault("workers", workers)
             configs.setdefault(run["config"], []).append(run)
     for config, runs in configs.items():
-        curves = mean_curves(runs)
+        curves = mean_curves(runs, workers)
         model = runs[0]["model"]
         fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
         for arm, c in curves.items():
             kw = style(arm)
-            total = [t * workers for t in c["tokens"]]
+            total = c["tokens"]
             (line,) = left.plot(total, c["mean"], label=arm, **kw)
             left.fill_between(total, c["lo"], c["hi"], color=line.get_color(), alpha=0.12)
             # Skip the first point (0 bytes) on the log axis.
             right.plot(c["bytes"][1:], c["mean"][1:], label=arm, color=line.get_color(),
                        linewidth=kw["linewidth"], linestyle=kw["linestyle"])
         seeds = max(c["seeds"] for c in curves.values())
-        left.set_xlabel(f"tokens trained (all {workers} workers)")
+        left.set_xlabel("tokens trained (all workers)")
         left.set_ylabel("validation loss (nats/byte)")
         left.set_title(f"{config} ({model}): loss vs tokens, mean of {seeds} seed(s)")
         right.set_xscale("log")
@@ -96,7 +105,7 @@ def main():
             ax.grid(True, alpha=0.3)
         left.legend(fontsize=8)
         fig.tight_layout()
-        path = os.path.join(out_dir, f"diloco_{config}.png")
+        path = os.path.join(out_dir, f"diloco_{name or config}.png")
         fig.savefig(path, dpi=110)
         print(path)
 

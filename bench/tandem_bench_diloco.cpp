@@ -74,16 +74,25 @@ int main(int argc, char** argv) {
         ctx.lr = options.lr > 0 ? options.lr : defaultLr(name);
         ctx.train = train;
         for (const Arm& arm : options.arms) {
-            if (!arm.sync && ctx.steps % arm.H != 0) {
+            const int steps = arm.steps > 0 ? arm.steps : ctx.steps;
+            if (!arm.sync && steps % arm.H != 0) {
                 std::fprintf(stderr,
-                             "tandem-bench-diloco: %s: --steps %d is not a multiple of H = %d "
+                             "tandem-bench-diloco: %s: %d steps is not a multiple of H = %d "
                              "(arm %s); expected whole rounds\n",
-                             name.c_str(), ctx.steps, arm.H, arm.name.c_str());
+                             name.c_str(), steps, arm.H, arm.name.c_str());
+                return 2;
+            }
+            // The held-out batches have --batch sequences; a backend holds at most its own B.
+            if (arm.batch > 0 && arm.batch < options.batch) {
+                std::fprintf(stderr,
+                             "tandem-bench-diloco: arm %s: b%d is below --batch %d, the "
+                             "validation batch; lower --batch instead\n",
+                             arm.name.c_str(), arm.batch, options.batch);
                 return 2;
             }
         }
-        evalSets.push_back(std::make_unique<EvalSet>(makeEvalSet(
-            heldOut, options.batch, ctx.T, std::max(options.evalBatches, options.finalBatches))));
+        evalSets.push_back(std::make_unique<EvalSet>(
+            makeEvalSet(heldOut, options.batch, ctx.T, options.evalBatches)));
         ctx.eval = evalSets.back().get();
         contexts.push_back(ctx);
         for (const Arm& arm : options.arms)
@@ -165,7 +174,7 @@ int main(int argc, char** argv) {
             }
             r->finalLoss = r->curve.back().valLoss;
             std::printf(
-                "  %-6s %-22s seed %d  val loss %.4f  (%.3f -> %.4f train)  %.1f B/token "
+                "  %-6s %-26s seed %d  val loss %.4f  (%.3f -> %.4f train)  %.1f B/token "
                 " %d dropped %d late  agreement %.2f  rise %.1f%%  %.1f s%s\n",
                 r->configName.c_str(), r->arm.c_str(), r->seed, r->finalLoss,
                 r->curve.front().valLoss, r->lastTrainLoss,
@@ -201,12 +210,12 @@ int main(int argc, char** argv) {
         "\nfinal validation loss (mean +- sample std over seeds; min..max), at equal "
         "tokens; wall %.0f s\n",
         wall);
-    std::printf("%-8s %-22s %5s %9s %8s %17s %9s %12s\n", "config", "arm", "seeds", "mean", "std",
-                "min..max", "vs sync", "B/tok/wkr");
+    std::printf("%-8s %-26s %5s %9s %8s %17s %9s %12s  %s\n", "config", "arm", "seeds", "mean",
+                "std", "min..max", "vs sync", "B/tok/wkr", "sync arm");
     for (const Summary& s : summary)
-        std::printf("%-8s %-22s %5d %9.4f %8.4f %8.4f..%-8.4f %+8.2f%% %12.2f\n",
+        std::printf("%-8s %-26s %5d %9.4f %8.4f %8.4f..%-8.4f %+8.2f%% %12.2f  %s\n",
                     s.configName.c_str(), s.arm.c_str(), s.seeds, s.mean, s.stddev, s.min, s.max,
-                    100.0 * s.vsSync, s.bytesPerToken);
+                    100.0 * s.vsSync, s.bytesPerToken, s.vsSyncArm.c_str());
     // Long runs check that no run diverged: the loss never rose far above its best.
     if (options.maxRise >= 0) {
         for (const RunResult& r : ordered) {

@@ -60,6 +60,10 @@ struct CoordinatorConfig {
     int roundTimeoutSeconds = 600;
     int maxStaleness = 1;            // results based on version V - s are accepted for s <= this
     double staleWeightFactor = 0.5;  // weight = tokens * factor^s
+    // The eager start (manifest start_blend, protocol 3): a unit whose worker's previous result
+    // is not in the weights it gets starts from (1 - b) x those + b x the worker's own last end
+    // point; 0: from the weights (docs/benchmarks.md, "Fair comparisons").
+    float startBlend = 0.5f;
     // The Byzantine gate (robust_gate.hpp, GateConfig says what each does).
     double maxNormRatio = 10.0;          // refused above this times the reference norm
     double clipNormRatio = 3.0;          // down-weighted above this times the reference; 0: never

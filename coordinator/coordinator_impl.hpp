@@ -170,6 +170,11 @@ struct Coordinator::Impl {
 
     // newClientWorkUnits until a recent accepted result, then maxWorkUnitsPerClient.
     int workUnitLimit(int64_t clientId);
+    // The manifest's start_blend for this client's next unit (docs/protocol.md): cfg.startBlend
+    // when its previous unit of the run is not in the weights it gets now (still out, training
+    // or uploading: the overlap; or its result waits in the open round); 1 when that unit was
+    // trained but its result was lost (DiLoCo's rule for dropped results); otherwise 0.
+    float startBlendFor(int64_t clientId);
     void abandonStalled();  // units whose step has not advanced for stallTimeoutSeconds
 
     // ---- liveness of assigned units (unit_liveness.cpp), mu held
@@ -179,6 +184,8 @@ struct Coordinator::Impl {
     // Writes changed liveness and clients' last-seen times in one transaction.
     void flushLiveness();
     int64_t lastSignOfLife(int64_t workUnitId) const;
+    // Stops tracking a unit that ended, its last reported step written to work_units.
+    void forgetLiveness(int64_t workUnitId);
     // Clients holding an assigned unit with a heartbeat within heartbeatTimeoutSeconds.
     std::set<int64_t> liveClients();
 

@@ -174,7 +174,7 @@ void Coordinator::Impl::abandonTimedOut() {
     for (auto& [id, why] : victims) {
         if (abandonWorkUnit(db, runId, id, why))
             metrics.countAbandoned("timeout", db.changes());
-        liveness.forget(id);
+        forgetLiveness(id);
         log("work unit " + std::to_string(id) + " abandoned: " + why);
     }
 }

@@ -131,6 +131,18 @@ void Coordinator::Impl::flushLiveness() {
     clients.markLastSeenWritten();
 }
 
+void Coordinator::Impl::forgetLiveness(int64_t workUnitId) {
+    // A unit that ends keeps its last reported step in the database: the next unit's start
+    // blend asks whether it was trained to its end (startBlendFor).
+    if (const UnitPulse* p = liveness.find(workUnitId); p && p->reported) {
+        if (auto u = db.prepareCached("UPDATE work_units SET last_step = ? WHERE id = ?")) {
+            u->bind(1, p->step).bind(2, workUnitId);
+            (void)u->run();
+        }
+    }
+    liveness.forget(workUnitId);
+}
+
 int64_t Coordinator::Impl::lastSignOfLife(int64_t workUnitId) const {
     const UnitPulse* p = liveness.find(workUnitId);
     return p ? p->heartbeatUnix : startedUnix;

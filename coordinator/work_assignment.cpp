@@ -10,6 +10,30 @@
 
 namespace tandem::coord {
 
+float Coordinator::Impl::startBlendFor(int64_t clientId) {
+    auto q = db.prepare(
+        "SELECT w.state, COALESCE(s.round, -1), w.last_step, w.inner_steps FROM work_units w "
+        "LEFT JOIN results s ON s.work_unit_id = w.id WHERE w.run_id = ? AND w.client_id = ? "
+        "ORDER BY w.id DESC LIMIT 2");
+    if (!q)
+        return 0;
+    q->bind(1, runId).bind(2, clientId);
+    if (!q->step())
+        return 0;  // its first unit of the run
+    const std::string state = q->text(0);
+    const bool finished = q->integer(2) >= q->integer(3);
+    if (state == "assigned" || (state == "accepted" && q->integer(1) >= version))
+        return cfg.startBlend;  // still out, or waiting in the open round: the eager start
+    // Trained to the end, but its result never arrived (a lost upload, or stale beyond the
+    // bound): DiLoCo's rule, the worker continues from its own end point, so that the next
+    // result carries the lost progress. Only one unit away from the run (the unit before was
+    // accepted, or there was none): a worker whose results keep getting lost must not train
+    // its own model for ever.
+    if (state == "abandoned" && finished && (!q->step() || q->text(0) == "accepted"))
+        return 1.0f;
+    return 0;
+}
+
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds) {
     return tandem::innerStepsFor(
         {int64_t{run.batch} * run.seqLen, targetSeconds, run.minInnerSteps, run.innerSteps},
@@ -177,6 +201,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
             span = range->assignedBytes;
         }
     }
+    const float startBlend = req.protocol >= 3 ? startBlendFor(clientId) : 0.0f;
     const uint64_t seed = [&] {
         Rng rng(run.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(nowUnix));
         return rng.next() & ((uint64_t{1} << 53) - 1);
@@ -244,6 +269,10 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.heartbeatSeconds = cfg.heartbeatSeconds;
     m.uploadUrl = "/v1/results/" + std::to_string(wuId);
     m.maxUploadBytes = maxUploadBytes();
+    // A worker that asked with version 2 gets a version 2 manifest (it would not know the field
+    // and its signature check would fail): it starts from the weights, as before.
+    m.protocol = std::clamp(req.protocol, net::kOldestProtocolVersion, net::kProtocolVersion);
+    m.startBlend = startBlend;
     m.sign(key);
 
     // About --replicate-fraction of the units wait for a twin (replication.cpp).
@@ -322,7 +351,7 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
                        std::to_string(cfg.maxStaleness) + ")";
         if (abandonWorkUnit(db, runId, workUnitId, reply.reason))
             metrics.countAbandoned("stale", db.changes());
-        liveness.forget(workUnitId);
+        forgetLiveness(workUnitId);
         return reply;
     }
     const int64_t t = now();

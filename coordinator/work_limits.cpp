@@ -38,7 +38,7 @@ void Coordinator::Impl::abandonStalled() {
     }
     for (auto& [id, why] : victims) {
         (void)abandonWorkUnit(db, runId, id, why);
-        liveness.forget(id);
+        forgetLiveness(id);
         log("work unit " + std::to_string(id) + " abandoned: " + why);
     }
 }

@@ -136,6 +136,24 @@ Status UnitRunner::ensureBackend(const ModelConfig& model, int B, int T) {
     return {};
 }
 
+Status UnitRunner::loadStart(const net::Manifest& m, std::span<const float> assigned) {
+    // The backend still holds this run's last end point only after a finished unit of the run
+    // (a hold, another shape or a failure gives it back): otherwise the assigned weights.
+    if (m.startBlend <= 0 || m_momentsRun != m.runId)
+        return m_backend->loadParameters(assigned);
+    std::vector<float> start(assigned.size());
+    if (auto st = m_backend->storeParameters(start); !st)
+        return st;
+    const float b = m.startBlend;
+    for (size_t i = 0; i < start.size(); ++i)
+        start[i] = assigned[i] + b * (start[i] - assigned[i]);
+    m_shared.log(EventLevel::Debug, "work unit " + wuKey(m.workUnitId) + ": starts from " +
+                                        std::to_string(b) + " x its own last end point + " +
+                                        std::to_string(1 - b) + " x version " +
+                                        std::to_string(m.baseVersion) + " (start_blend)");
+    return m_backend->loadParameters(start);
+}
+
 void UnitRunner::reportProgress(const ActiveUnit& a) {
     HeartbeatTarget t;
     t.workUnitId = a.manifest.workUnitId;
@@ -223,7 +241,7 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
         }
     }
     if (a.checkpointFile.empty()) {
-        if (auto st = m_backend->loadParameters(start->parameters); !st) {
+        if (auto st = loadStart(m, start->parameters); !st) {
             failUnit(a, st.error().message);
             return TrainOutcome::Failed;
         }

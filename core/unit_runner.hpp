@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 
 namespace tandem::core {
 
@@ -59,6 +60,10 @@ class UnitRunner {
     // The unit's progress to the heartbeat thread (core/heartbeat_sender.hpp).
     void reportProgress(const ActiveUnit& unit);
     Status ensureBackend(const ModelConfig& model, int B, int T);
+    // A fresh unit's first weights into the backend: the assigned ones (P), or with the
+    // manifest's start_blend b the eager start (1 - b) x assigned + b x this run's last end
+    // point, where the backend still holds it. The result stays relative to assigned.
+    Status loadStart(const net::Manifest& m, std::span<const float> assigned);
     // The backend's weights and moments into ckpt-<step>.ckpt, then progress.json naming it.
     Status checkpoint(ActiveUnit& unit, uint64_t samplerState);
     void failUnit(const ActiveUnit& unit, const std::string& why);

@@ -52,36 +52,38 @@ std::string b64(std::span<const uint8_t> bytes) {
 }
 
 json manifestBody(const Manifest& m) {
-    return json{
-        {"work_unit_id", m.workUnitId},
-        {"run_id", m.runId},
-        {"base_version", m.baseVersion},
-        {"model", modelToJson(m.model)},
-        {"weights",
-         {{"url", m.weightsUrl}, {"sha256", toHex(m.weightsSha256)}, {"bytes", m.weightsBytes}}},
-        {"data",
-         {{"url", m.dataUrl},
-          {"shard", m.dataShard},
-          {"offset", m.dataOffset},
-          {"length", m.dataLength},
-          {"token_bytes", m.dataTokenBytes},
-          {"header_bytes", m.dataHeaderBytes},
-          {"sha256", toHex(m.dataSha256)}}},
-        {"inner_steps", m.innerSteps},
-        {"batch", m.batch},
-        {"seq_len", m.seqLen},
-        {"lr",
-         {{"peak", m.lr.peakLr},
-          {"min", m.lr.minLr},
-          {"warmup_steps", m.lr.warmupSteps},
-          {"total_steps", m.lr.totalSteps},
-          {"start_step", m.lrStartStep}}},
-        {"seed", m.seed},
-        {"deadline_unix", m.deadlineUnix},
-        {"heartbeat_seconds", m.heartbeatSeconds},
-        {"upload_url", m.uploadUrl},
-        {"max_upload_bytes", m.maxUploadBytes},
-        {"protocol", kProtocolVersion}};
+    json j{{"work_unit_id", m.workUnitId},
+           {"run_id", m.runId},
+           {"base_version", m.baseVersion},
+           {"model", modelToJson(m.model)},
+           {"weights",
+            {{"url", m.weightsUrl}, {"sha256", toHex(m.weightsSha256)}, {"bytes", m.weightsBytes}}},
+           {"data",
+            {{"url", m.dataUrl},
+             {"shard", m.dataShard},
+             {"offset", m.dataOffset},
+             {"length", m.dataLength},
+             {"token_bytes", m.dataTokenBytes},
+             {"header_bytes", m.dataHeaderBytes},
+             {"sha256", toHex(m.dataSha256)}}},
+           {"inner_steps", m.innerSteps},
+           {"batch", m.batch},
+           {"seq_len", m.seqLen},
+           {"lr",
+            {{"peak", m.lr.peakLr},
+             {"min", m.lr.minLr},
+             {"warmup_steps", m.lr.warmupSteps},
+             {"total_steps", m.lr.totalSteps},
+             {"start_step", m.lrStartStep}}},
+           {"seed", m.seed},
+           {"deadline_unix", m.deadlineUnix},
+           {"heartbeat_seconds", m.heartbeatSeconds},
+           {"upload_url", m.uploadUrl},
+           {"max_upload_bytes", m.maxUploadBytes},
+           {"protocol", m.protocol}};
+    if (m.protocol >= 3)
+        j["start_blend"] = m.startBlend;
+    return j;
 }
 
 json receiptBody(const Receipt& r) {
@@ -186,7 +188,8 @@ std::string WorkRequest::toJson() const {
     return json{{"device", device},
                 {"memory_bytes", memoryBytes},
                 {"tokens_per_second", tokensPerSecond},
-                {"free_disk_bytes", freeDiskBytes}}
+                {"free_disk_bytes", freeDiskBytes},
+                {"protocol", protocol}}
         .dump();
 }
 
@@ -200,6 +203,8 @@ Expected<WorkRequest> WorkRequest::fromJson(std::string_view text) {
     out.memoryBytes = r.integer("memory_bytes", 0, kMaxI64);
     out.tokensPerSecond = r.number("tokens_per_second", 0, 1e12);
     out.freeDiskBytes = r.integer("free_disk_bytes", 0, kMaxI64);
+    out.protocol = j->contains("protocol") ? static_cast<int>(r.integer("protocol", 1, 1000))
+                                           : kOldestProtocolVersion;
     if (r.failed())
         return r.error();
     return out;
@@ -234,11 +239,12 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
     Reader r(*j, "manifest");
     Manifest m;
     int64_t protocol = r.integer("protocol", 1, 1000);
-    if (!r.failed() && protocol != kProtocolVersion)
+    if (!r.failed() && (protocol < kOldestProtocolVersion || protocol > kProtocolVersion))
         r.fail("protocol version " + std::to_string(protocol) + " is not supported, expected " +
-               std::to_string(kProtocolVersion) +
+               std::to_string(kOldestProtocolVersion) + " to " + std::to_string(kProtocolVersion) +
                " (the coordinator and this worker run different Tandem versions; update the "
                "older one)");
+    m.protocol = static_cast<int>(protocol);
     m.workUnitId = r.integer("work_unit_id", 1, kMaxI64);
     m.runId = r.integer("run_id", 1, kMaxI64);
     m.baseVersion = r.integer("base_version", 0, kMaxI64);
@@ -281,6 +287,8 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
     m.heartbeatSeconds = static_cast<int>(r.integer("heartbeat_seconds", 1, 86400));
     m.uploadUrl = r.string("upload_url", 1, 2000);
     m.maxUploadBytes = r.integer("max_upload_bytes", 1, kMaxI64);
+    if (m.protocol >= 3)
+        m.startBlend = static_cast<float>(r.number("start_blend", 0, 1));
     m.signature = r.signature("signature");
     if (r.failed())
         return r.error();

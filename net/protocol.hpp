@@ -15,9 +15,12 @@
 
 namespace tandem::net {
 
-// The manifest's "protocol". 2: work units carry token ranges (token_bytes, header_bytes); a
-// worker refuses a manifest of another version, naming both.
-inline constexpr int kProtocolVersion = 2;
+// The manifest's "protocol". 2: work units carry token ranges (token_bytes, header_bytes). 3: a
+// worker that says so in its work request may get a manifest with "start_blend" (the eager
+// start of an overlapped unit); others keep getting version 2. A worker refuses a manifest of
+// any other version, naming them.
+inline constexpr int kProtocolVersion = 3;
+inline constexpr int kOldestProtocolVersion = 2;
 
 // {"error": {"code": "...", "message": "..."}}
 struct ApiError {
@@ -62,6 +65,8 @@ struct WorkRequest {
     int64_t memoryBytes = 0;
     double tokensPerSecond = 0;  // measured; 0 when not known yet
     int64_t freeDiskBytes = 0;
+    // The newest manifest version the worker understands; absent (an older worker): 2.
+    int protocol = kProtocolVersion;
     std::string toJson() const;
     static Expected<WorkRequest> fromJson(std::string_view text);
 };
@@ -93,6 +98,12 @@ struct Manifest {
     uint64_t seed = 0;          // < 2^53 so that JSON readers keep it exact
     int64_t deadlineUnix = 0;
     int heartbeatSeconds = 0;  // send progress at least this often
+    // Version 3 only: the unit starts from (1 - b) x the weights of base_version + b x the
+    // worker's own end point of its last unit of this run, where the worker still holds it
+    // (the eager start of a unit whose predecessor's result is not in those weights yet). The
+    // pseudo-gradient stays relative to the weights of base_version.
+    float startBlend = 0;
+    int protocol = kProtocolVersion;  // 2 for a worker that asked with an older version
     std::string uploadUrl;
     int64_t maxUploadBytes = 0;
     Signature signature{};  // Ed25519 over signingText()

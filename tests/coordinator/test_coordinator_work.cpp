@@ -116,6 +116,91 @@ class TestCoordinatorWork : public QObject {
         QVERIFY(m1.workUnitId != m2.workUnitId);
     }
 
+    // The manifest's start_blend (docs/protocol.md): the eager start for a unit whose client's
+    // previous unit is not in the weights it gets (still out, or its result waits in the open
+    // round), 0 otherwise; a worker that asks with protocol 2 gets a version 2 manifest.
+    void startBlendWhenTheLastResultIsNotInTheWeights() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto pk = f.coordinator().publicKey();
+        const auto c = f.registerClient("c"), d = f.registerClient("d");
+        const auto u1 = f.work(c);
+        QCOMPARE(u1.protocol, 3);
+        QCOMPARE(u1.startBlend, 0.0f);  // its first unit of the run: nothing to blend with
+        const auto delta = patternDelta(u1.model.parameterCount());
+        QVERIFY(f.upload(c, buildResult(u1, delta, c.key)).ok());
+        const auto u2 = f.work(c);  // u1's result waits in the open round 0
+        QCOMPARE(u2.baseVersion, int64_t{0});
+        QCOMPARE(u2.startBlend, 0.5f);
+        QVERIFY(u2.verify(pk));
+        QVERIFY(f.upload(c, buildResult(u2, delta, c.key)).ok());
+        const auto d1 = f.work(d);
+        QVERIFY(f.upload(d, buildResult(d1, delta, d.key)).ok());  // the third: round 0 closes
+        const auto u3 = f.work(c);                                 // u2 is in version 1
+        QCOMPARE(u3.baseVersion, int64_t{1});
+        QCOMPARE(u3.startBlend, 0.0f);
+        const auto u4 = f.work(c);  // u3 is still out: the overlap
+        QCOMPARE(u4.startBlend, 0.5f);
+
+        // An older worker: no protocol in its request.
+        auto oldRequest = [&] {
+            return f.coordinator().requestWork(
+                d.id, R"({"device":"cpu","memory_bytes":0,"tokens_per_second":0,)"
+                      R"("free_disk_bytes":0})");
+        };
+        auto d2 = oldRequest();
+        auto d3 = oldRequest();  // d2 is out, but this worker would not know the field
+        QVERIFY(d2.ok() && d2.value().manifest && d3.ok() && d3.value().manifest);
+        const net::Manifest& m3 = *d3.value().manifest;
+        QCOMPARE(m3.protocol, 2);
+        QCOMPARE(m3.startBlend, 0.0f);
+        QVERIFY(m3.toJson().find("start_blend") == std::string::npos);
+        QVERIFY(m3.verify(pk));
+    }
+
+    // A unit trained to its end whose result never arrived (here: its heartbeats stopped after
+    // the last step, as when an upload is lost): the next unit continues from the worker's own
+    // end point (DiLoCo's rule for dropped results), once; a unit abandoned before its end, or
+    // a second loss in a row, starts from the weights.
+    void startBlendOneAfterALostResult() {
+        Fixture f;
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto c = f.registerClient("c");
+        auto loseAfter = [&](const net::Manifest& m, int64_t step) {
+            auto ok = f.coordinator().progress(c.id, m.workUnitId,
+                                               net::ProgressReport{step, 3.0f, 1.0}.toJson());
+            *f.clock += 200;  // past the heartbeat timeout (180 s)
+            f.coordinator().tick();
+            return ok.ok();
+        };
+        const auto u1 = f.work(c);
+        QVERIFY(f.upload(c, buildResult(u1, patternDelta(u1.model.parameterCount()), c.key)).ok());
+        const auto u2 = f.work(c);
+        QCOMPARE(u2.startBlend, 0.5f);  // u1 waits in the open round
+        QVERIFY(loseAfter(u2, u2.innerSteps));
+        const auto u3 = f.work(c);
+        QCOMPARE(u3.startBlend, 1.0f);
+        QVERIFY(loseAfter(u3, u3.innerSteps));
+        const auto u4 = f.work(c);  // lost twice in a row: back to the weights
+        QCOMPARE(u4.startBlend, 0.0f);
+        QVERIFY(loseAfter(u4, u4.innerSteps - 1));
+        const auto u5 = f.work(c);  // abandoned before its end: nothing was lost
+        QCOMPARE(u5.startBlend, 0.0f);
+        QVERIFY(f.logged("abandoned"));
+    }
+
+    void startBlendZeroIsOff() {
+        auto config = Fixture::config(2);
+        config.startBlend = 0;
+        DirectCoordinator f(config);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto c = f.registerClient("c");
+        const auto u1 = f.work(c), u2 = f.work(c);
+        QVERIFY(u1.workUnitId > 0 && u2.workUnitId > 0);
+        QCOMPARE(u2.protocol, 3);
+        QCOMPARE(u2.startBlend, 0.0f);
+    }
+
     void limitsUnitsPerClient() {
         Fixture f;
         QVERIFY2(f.t().ok(), f.t().error().c_str());

@@ -63,6 +63,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
     double staleWeight = 1.0;    // the receipt's weight: tokens x this (0.5: one version late)
     bool receiptCredit = true;   // false: a receipt without credit, as older coordinators sent
     std::set<int64_t> nanUnits;  // work units served NaN weights
+    float startBlend = 0;        // every manifest's start_blend (protocol 3)
     std::function<void(int64_t)> onUploadAccepted;  // called after accepting, before answering
     // Called once a unit is assigned (committed here), before the answer returns: a crash there
     // is a worker killed between the coordinator's commit and its own record of the unit.
@@ -120,6 +121,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
     const net::SigningKey& key() const { return m_key; }
     const ModelConfig& model() const { return m_model; }
     const std::vector<uint8_t>& weightsBytes() const { return m_weights; }
+    const std::vector<uint8_t>& text() const { return m_text; }  // data shard 0
 
     net::Manifest manifestFor(int64_t id) const {
         net::Manifest m;
@@ -150,6 +152,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
         m.uploadUrl = "/v1/results/" + std::to_string(id);
         m.maxUploadBytes =
             static_cast<int64_t>(net::kResultHeaderBytes) + 2 * m_model.parameterCount();
+        m.startBlend = startBlend;
         m.sign(m_key);
         return m;
     }

@@ -38,6 +38,7 @@ Manifest sampleManifest() {
     m.seqLen = m.model.maxSeqLen;
     m.lr = LrSchedule{6e-4f, 6e-5f, 5, 50};
     m.lrStartStep = 3;
+    m.startBlend = 0.25f;
     m.seed = (uint64_t{1} << 53) - 1;
     m.deadlineUnix = 1800000000;
     m.heartbeatSeconds = 30;
@@ -151,9 +152,16 @@ class TestNetProtocol : public QObject {
         auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
         QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
         // A manifest of protocol v1 (byte ranges, no token width) is refused, saying so.
-        auto badProtocol = Manifest::fromJson(replace("\"protocol\":2", "\"protocol\":1"));
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":3", "\"protocol\":1"));
         QVERIFY(contains(badProtocol.error().message,
-                         "protocol version 1 is not supported, expected 2"));
+                         "protocol version 1 is not supported, expected 2 to 3"));
+        auto newer = Manifest::fromJson(replace("\"protocol\":3", "\"protocol\":4"));
+        QVERIFY(contains(newer.error().message, "protocol version 4 is not supported"));
+        auto badBlend = Manifest::fromJson(replace("\"start_blend\":0.25", "\"start_blend\":1.5"));
+        QVERIFY(contains(badBlend.error().message,
+                         "'start_blend' must be a finite number in [0.0, 1.0]"));
+        auto noBlend = Manifest::fromJson(replace("\"start_blend\":0.25,", ""));
+        QVERIFY(contains(noBlend.error().message, "'start_blend' is missing"));
         auto badWidth = Manifest::fromJson(replace("\"token_bytes\":2", "\"token_bytes\":4"));
         QVERIFY(!badWidth);
         QVERIFY(contains(badWidth.error().message, "token_bytes"));
@@ -169,6 +177,55 @@ class TestNetProtocol : public QObject {
         QCOMPARE(noStart->lrStartStep, int64_t(0));
         auto noSig = Manifest::fromJson(replace("\"signature\"", "\"signatur\""));
         QVERIFY(contains(noSig.error().message, "'signature' is missing"));
+    }
+    // Version 3 adds start_blend. A worker that asks with version 2 (or an older worker that
+    // does not say) gets a version 2 manifest without it, signed as such, and a version 3
+    // worker still reads a version 2 manifest (start_blend 0: start from the weights).
+    void startBlendVersions() {
+        auto key = SigningKey::generate();
+        Manifest v3 = sampleManifest();
+        v3.sign(*key);
+        QVERIFY(contains(v3.toJson(), "\"protocol\":3"));
+        QVERIFY(contains(v3.toJson(), "\"start_blend\":0.25"));
+        auto back3 = Manifest::fromJson(v3.toJson());
+        QVERIFY2(back3.ok(), back3.ok() ? "" : back3.error().message.c_str());
+        QCOMPARE(back3->startBlend, 0.25f);
+        QCOMPARE(back3->protocol, 3);
+        QVERIFY(back3->verify(key->publicKey()));
+        // The blend is signed: changing it breaks the signature.
+        Manifest tampered = *back3;
+        tampered.startBlend = 1.0f;
+        QVERIFY(!tampered.verify(key->publicKey()));
+
+        Manifest v2 = sampleManifest();
+        v2.protocol = 2;
+        v2.startBlend = 0;
+        v2.sign(*key);
+        QVERIFY(contains(v2.toJson(), "\"protocol\":2"));
+        QVERIFY(!contains(v2.toJson(), "start_blend"));
+        auto back2 = Manifest::fromJson(v2.toJson());
+        QVERIFY2(back2.ok(), back2.ok() ? "" : back2.error().message.c_str());
+        QCOMPARE(back2->protocol, 2);
+        QCOMPARE(back2->startBlend, 0.0f);
+        QVERIFY(back2->verify(key->publicKey()));
+        // A v2 manifest that carries start_blend anyway: the field is not part of v2, so it is
+        // not read and the signature (over the fields of v2) does not cover it.
+        std::string extra = v2.toJson();
+        extra.insert(1, "\"start_blend\":1,");
+        auto ignored = Manifest::fromJson(extra);
+        QVERIFY(ignored.ok());
+        QCOMPARE(ignored->startBlend, 0.0f);
+
+        WorkRequest request;
+        request.device = "cpu";
+        QVERIFY(contains(request.toJson(), "\"protocol\":3"));
+        auto newWorker = WorkRequest::fromJson(request.toJson());
+        QVERIFY(newWorker.ok());
+        QCOMPARE(newWorker->protocol, 3);
+        auto oldWorker = WorkRequest::fromJson(
+            R"({"device":"cpu","memory_bytes":0,"tokens_per_second":1,"free_disk_bytes":0})");
+        QVERIFY(oldWorker.ok());
+        QCOMPARE(oldWorker->protocol, 2);
     }
     void progressAndReply() {
         ProgressReport p{12, 3.25f, 999.0};
