@@ -272,16 +272,19 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     // A worker that asked with version 2 gets a version 2 manifest (it would not know the field
     // and its signature check would fail): it starts from the weights, as before.
     m.protocol = std::clamp(req.protocol, net::kOldestProtocolVersion, net::kProtocolVersion);
-    m.startBlend = startBlend;
+    // About --replicate-fraction of the units wait for a twin (replication.cpp). Twins start
+    // from the same weights, never blended with their own workers' end points, and their
+    // manifest is one every protocol version reads, since the twin's worker may be older.
+    const bool twinWanted = chosenForTwin(run.seed, wuId, cfg.replicateFraction);
+    m.startBlend = twinWanted ? 0.0f : startBlend;
+    if (twinWanted)
+        m.protocol = net::kOldestProtocolVersion;
     m.sign(key);
 
-    // About --replicate-fraction of the units wait for a twin (replication.cpp).
     auto upd = db.prepare("UPDATE work_units SET manifest_json = ?, twin_wanted = ? WHERE id = ?");
     if (!upd)
         return internalError(upd.error().message);
-    upd->bind(1, m.toJson())
-        .bind(2, chosenForTwin(run.seed, wuId, cfg.replicateFraction))
-        .bind(3, wuId);
+    upd->bind(1, m.toJson()).bind(2, twinWanted).bind(3, wuId);
     if (auto st = upd->run(); !st)
         return internalError(st.error().message);
     if (reusedFrom != 0) {
