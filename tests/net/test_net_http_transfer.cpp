@@ -239,6 +239,11 @@ class TestNetHttpTransfer : public QObject, HttpClientFixture {
     void randomFaultsNeverCorruptAnything() {
         // Cuts at random offsets in either direction, short stalls and slowness, drawn from a
         // seed: every download ends with the exact file, every upload reaches the server whole.
+        // TANDEM_FAULT_ROUNDS sets the download-and-upload rounds (default 4; the slow soak
+        // test_soak_fault_cuts runs 1,000).
+        const int rounds = std::max(1, qEnvironmentVariableIntValue("TANDEM_FAULT_ROUNDS") > 0
+                                           ? qEnvironmentVariableIntValue("TANDEM_FAULT_ROUNDS")
+                                           : 4);
         const std::string blob = makeBlob(250000, 13);
         std::mutex mu;
         std::vector<std::string> uploads;
@@ -264,13 +269,13 @@ class TestNetHttpTransfer : public QObject, HttpClientFixture {
         f.slowBytesPerSecond = 2 << 20;
         f.minByte = 0;
         f.maxByte = 260000;
-        f.maxFaultyConnections = 40;
+        f.maxFaultyConnections = 10 * rounds;
         proxy.setRandomFaults(f);
         QVERIFY(proxy.start().ok());
         HttpClientConfig c = baseConfig(proxy.port());
         c.retry.maxAttempts = 40;
         auto cl = client(c);
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < rounds; ++i) {
             const auto dest = path(("random" + std::to_string(i) + ".bin").c_str());
             auto d = cl->download({"/f", dest, digestOf(blob), int64_t(blob.size()), {}});
             QVERIFY2(d.ok(), d.ok() ? "" : d.error().message.c_str());
@@ -283,7 +288,8 @@ class TestNetHttpTransfer : public QObject, HttpClientFixture {
             QCOMPARE(u->body, toHex(digestOf(blob)));
         }
         const FaultProxyStats st = proxy.stats();
-        qInfo("%d connections, %d cut, %d stalled", st.connections, st.cuts, st.stalls);
+        qInfo("%d rounds: %d connections, %d cut, %d stalled; every file and body whole", rounds,
+              st.connections, st.cuts, st.stalls);
         QVERIFY(st.cuts > 0);
         proxy.stop();
         std::lock_guard lock(mu);
