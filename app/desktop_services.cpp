@@ -15,8 +15,6 @@
 
 #include <QCoreApplication>
 
-#include <thread>
-
 namespace tandem::app {
 
 namespace {
@@ -217,7 +215,7 @@ ui::SpeedReport DesktopServices::measureSpeed(const core::Settings& settings,
         return r;
     }
     // The threads and the device the engine will train with (app/tandem_main.cpp).
-    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = defaultTrainingThreads();
     auto device = chooseDevice(settings.device, threads, UnavailableDevice::FallBackToCpu);
     if (!device) {
         r.error = q(device.error().message);

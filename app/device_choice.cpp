@@ -3,6 +3,9 @@
 #include "cuda/cuda_backend.hpp"
 #include "rules.hpp"
 
+#include <algorithm>
+#include <thread>
+
 namespace tandem::app {
 
 namespace {
@@ -99,6 +102,10 @@ Expected<DeviceChoice, DeviceError> chooseDevice(const std::string& wanted, int 
     if (auto inventory = core::PlatformProbe().inventory())
         facts.cpu = *inventory;
     return decideDevice(wanted, cpuThreads, policy, facts);
+}
+
+int defaultTrainingThreads() {
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace tandem::app

@@ -45,6 +45,10 @@ Expected<DeviceChoice, DeviceError> decideDevice(const std::string& wanted, int 
                                                  UnavailableDevice policy,
                                                  const DeviceFacts& facts);
 
+// The CPU threads the engine trains with unless told otherwise: every hardware thread, at least
+// one. The speed test of the desktop app measures with the same number.
+int defaultTrainingThreads();
+
 // decideDevice on this machine's facts.
 Expected<DeviceChoice, DeviceError> chooseDevice(const std::string& wanted, int cpuThreads,
                                                  UnavailableDevice policy);

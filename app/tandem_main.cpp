@@ -90,7 +90,7 @@ class EngineHost {
         stop();
         if (s.coordinatorUrl.empty())
             return {};
-        const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const int threads = app::defaultTrainingThreads();
         auto device = app::chooseDevice(s.device, threads, app::UnavailableDevice::FallBackToCpu);
         if (!device)  // (FallBackToCpu always chooses one)
             return QString::fromStdString(device.error().message);

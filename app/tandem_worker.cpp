@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
     if (o.device.empty())
         o.device = settings.device;
     if (o.threads <= 0)
-        o.threads = std::max(1u, std::thread::hardware_concurrency());
+        o.threads = app::defaultTrainingThreads();
     const int cpuThreads = static_cast<int>(o.threads);
 
     auto device = app::chooseDevice(o.device, cpuThreads, app::UnavailableDevice::Fail);
