@@ -133,6 +133,7 @@ struct Options {
     std::optional<std::string> name, team;  // the public display name and team
     fs::path dataDir;
     long long maxWorkUnits = 0, threads = 0, checkpointSeconds = 300, checkpointSteps = 0;
+    bool noOverlap = false, noPrefetch = false;
 };
 
 // Parses argv into `o`; a value means "exit with it now" (help, version, bad command line).
@@ -167,6 +168,12 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Options& o
                     "checkpoint the unit in training every S seconds (default 300)", positive);
     app::addInteger(cli, "--checkpoint-steps", o.checkpointSteps, 1, 1000000000, "N",
                     "also every N steps (tests: crash-resume coverage)", positive);
+    cli.add_flag("--no-overlap", o.noOverlap,
+                 "train the next unit only once the last result is uploaded\n"
+                 "(benchmarks; default: train while it uploads)");
+    cli.add_flag("--no-prefetch", o.noPrefetch,
+                 "ask for and download the next unit only once this one is trained\n"
+                 "(benchmarks; default: shortly before it ends)");
     cli.add_option("--name", o.name,
                    "the display name the run's page and leaderboard show\n"
                    "(default: displayName in settings.json, else anonymous)")
@@ -288,6 +295,8 @@ int main(int argc, char** argv) {
     cfg.maxWorkUnits = static_cast<int>(o.maxWorkUnits);
     cfg.checkpointIntervalMs = o.checkpointSeconds * 1000;
     cfg.checkpointEverySteps = static_cast<int>(o.checkpointSteps);
+    cfg.overlapUploads = !o.noOverlap;
+    cfg.prefetch = !o.noPrefetch;
     cfg.testHook = testKillHook();
 
     // Signals set a flag that a watcher thread turns into quit(). A handler rather than sigwait:

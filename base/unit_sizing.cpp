@@ -5,11 +5,14 @@
 
 namespace tandem {
 
-int innerStepsFor(const UnitSizing& sizing, double tokensPerSecond) {
+int innerStepsFor(const UnitSizing& sizing, double tokensPerSecond, double uplinkBytesPerSecond) {
     if (tokensPerSecond <= 0 || sizing.tokensPerStep <= 0)
         return sizing.maxInnerSteps;
-    const double steps =
-        tokensPerSecond * sizing.targetSeconds / static_cast<double>(sizing.tokensPerStep);
+    double seconds = sizing.targetSeconds;
+    if (uplinkBytesPerSecond > 0 && sizing.resultBytes > 0)
+        seconds = std::max(seconds, kUploadMargin * static_cast<double>(sizing.resultBytes) /
+                                        uplinkBytesPerSecond);
+    const double steps = tokensPerSecond * seconds / static_cast<double>(sizing.tokensPerStep);
     return static_cast<int>(
         std::clamp<double>(std::floor(steps), sizing.minInnerSteps, sizing.maxInnerSteps));
 }

@@ -87,7 +87,7 @@ struct CoordinatorConfig {
     int heartbeatSeconds = 30;
     int heartbeatTimeoutSeconds = 180;  // no heartbeat for this long: the work unit is reassigned
     int stallTimeoutSeconds = 600;      // heartbeats without a step forward for this long: the same
-    int maxWorkUnitsPerClient = 2;      // one training, one uploading
+    int maxWorkUnitsPerClient = 3;      // training, uploading, the next one prefetched
     int newClientWorkUnits = 1;  // ... until a result was accepted in the last referenceRounds
     int maxUploadsPerClient = 1;
     int maxConcurrentUploads = 4;  // each holds a P-float scratch buffer

@@ -4,6 +4,7 @@
 #include "memory_estimate.hpp"
 
 #include "random.hpp"
+#include "result_format.hpp"
 #include "unit_sizing.hpp"
 
 #include <algorithm>
@@ -34,10 +35,13 @@ float Coordinator::Impl::startBlendFor(int64_t clientId) {
     return 0;
 }
 
-int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds) {
-    return tandem::innerStepsFor(
-        {int64_t{run.batch} * run.seqLen, targetSeconds, run.minInnerSteps, run.innerSteps},
-        tokensPerSecond);
+int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds,
+                  double uplinkBytesPerSecond) {
+    const int64_t resultBytes =
+        static_cast<int64_t>(net::kResultHeaderBytes) + 2 * run.model.parameterCount();
+    return tandem::innerStepsFor({int64_t{run.batch} * run.seqLen, targetSeconds, run.minInnerSteps,
+                                  run.innerSteps, resultBytes},
+                                 tokensPerSecond, uplinkBytesPerSecond);
 }
 
 int minResultSteps(const RunSettings& run, int innerSteps) {
@@ -156,7 +160,8 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     // A unit waiting for its twin goes first (replication.cpp).
     if (auto twin = assignTwin(clientId, requestId))
         return std::move(*twin);
-    const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds);
+    const int H = innerStepsFor(run, req.tokensPerSecond, cfg.targetWorkUnitSeconds,
+                                req.uplinkBytesPerSecond);
     const int64_t trainBytes = data.trainTokens();
     int64_t offset = 0, length = 0, reusedFrom = 0;
     int64_t cursor = 0, span = 0;

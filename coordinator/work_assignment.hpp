@@ -15,7 +15,10 @@ namespace tandem::coord {
 // Inner steps H for a worker: about targetSeconds of its reported throughput, clamped to
 // [minInnerSteps, innerSteps], so fast and slow workers take about the same wall time; the
 // maximum when it reported none (tokensPerSecond <= 0).
-int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds);
+// uplinkBytesPerSecond: the worker's measured uplink (0: unknown); its fp16 result's upload
+// then fits in the next unit (base/unit_sizing.hpp).
+int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds,
+                  double uplinkBytesPerSecond = 0);
 
 // The fewest inner steps a result of a unit of `innerSteps` may have: as many as the shortest
 // unit the run hands out (minInnerSteps), never more than the unit's own H. A worker that stops

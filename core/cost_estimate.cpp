@@ -21,12 +21,16 @@ double transferSeconds(int64_t bytes, double mbitPerSecond) {
 
 CostEstimate estimateCosts(const CostInputs& in) {
     CostEstimate c;
-    c.innerSteps = innerStepsFor(in.sizing, in.tokensPerSecond);
+    c.uploadBytesPerUnit = 2 * in.parameterCount + static_cast<int64_t>(net::kResultHeaderBytes);
+    // Once the worker has uploaded a result the coordinator knows its uplink and makes a unit
+    // last at least as long as its upload: the estimate is of that steady state.
+    UnitSizing sizing = in.sizing;
+    sizing.resultBytes = c.uploadBytesPerUnit;
+    c.innerSteps = innerStepsFor(sizing, in.tokensPerSecond, in.upMbitPerSecond * 1e6 / 8);
     c.tokensPerUnit = int64_t{c.innerSteps} * in.sizing.tokensPerStep;
     // The worker downloads exactly its range: H batches of windows.
     c.downloadBytesPerUnit =
         4 * in.parameterCount + c.tokensPerUnit * std::max(1, in.tokenBytes) + kManifestBytes;
-    c.uploadBytesPerUnit = 2 * in.parameterCount + static_cast<int64_t>(net::kResultHeaderBytes);
     c.downloadSecondsPerUnit = transferSeconds(c.downloadBytesPerUnit, in.downMbitPerSecond);
     c.uploadSecondsPerUnit = transferSeconds(c.uploadBytesPerUnit, in.upMbitPerSecond);
     if (in.tokensPerSecond <= 0)

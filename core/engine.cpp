@@ -14,9 +14,11 @@
 #include "result_uploader.hpp"
 #include "result_writer.hpp"
 #include "rule_gate.hpp"
+#include "unit_prefetch.hpp"
 #include "unit_runner.hpp"
 #include "work_fetcher.hpp"
 
+#include <chrono>
 #include <thread>
 
 namespace tandem::core {
@@ -69,19 +71,51 @@ struct Engine::Impl {
     WorkFetcher fetcher{shared, gate, backoff, registrar};
     ResultWriter writer{shared};
     UnitRunner runner{shared, gate, backoff, writer};
+    UnitPrefetch prefetch{shared, fetcher};
     std::optional<ActiveUnit> active;  // engine thread
     bool reconciled = false;           // engine thread: compared units with the coordinator
     std::thread engineThread;
 
     void engineMain();
+    // Engine thread, after every training step: starts the next unit's prefetch once the unit
+    // in training is past half its steps and within the prefetch's lead time of its end, and a
+    // next unit will be wanted.
+    void maybePrefetch(const ActiveUnit& unit, int64_t etaMs);
 };
+
+void Engine::Impl::maybePrefetch(const ActiveUnit& unit, int64_t etaMs) {
+    const EngineConfig& c = shared.cfg;
+    // Past half of the unit too: a short unit does not take its successor's base version early.
+    if (!c.prefetch || !c.overlapUploads || prefetch.started() || etaMs > prefetch.leadMs() ||
+        unit.step * 2 < unit.manifest.innerSteps)
+        return;
+    if (c.maxWorkUnits > 0 && shared.trainedThisSession + 1 >= c.maxWorkUnits)
+        return;  // this unit is the last one
+    // A result still uploading: when this unit ends there are two, and the engine waits for one
+    // before it starts the next, which could wait too long; that one is fetched afterwards.
+    if (shared.pendingUploads() > 0 || !gate.clearNow(0))
+        return;
+    prefetch.start(runner.tokensPerSecond(), unit.manifest);
+}
 
 void Engine::Impl::engineMain() {
     const std::function<void()> releaseWhileHeld = [this] { runner.releaseBackend(); };
+    runner.setStepHook(
+        [this](const ActiveUnit& unit, int64_t etaMs) { maybePrefetch(unit, etaMs); });
+    auto realMs = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    };
+    int64_t fetchStartMs = -1;  // of a foreground fetch, in real time
     try {
         active = recoverDataDir(shared, registrar.coordinatorKey());
         for (;;) {
             shared.checkCrash();
+            // A unit fetched ahead is given back when the engine is about to hold: it would sit
+            // without heartbeats until the coordinator reclaims it.
+            if (!active && prefetch.started() && !gate.clearNow(0))
+                prefetch.giveBack();
             // With a unit in hand, "finish then pause" waits for it to be trained.
             if (!gate.waitUntilClear(active.has_value(), 0, releaseWhileHeld, true))
                 break;
@@ -119,11 +153,16 @@ void Engine::Impl::engineMain() {
                     shared.waitOnce();
                     continue;
                 }
+                if (prefetch.started() && (active = prefetch.take()))
+                    continue;
+                fetchStartMs = realMs();
                 active = fetcher.fetch(runner.tokensPerSecond());
                 continue;
             }
             if (!active->downloaded) {
-                fetcher.download(*active);
+                if (fetcher.download(*active) && fetchStartMs >= 0)
+                    prefetch.noteFetchMs(realMs() - fetchStartMs);
+                fetchStartMs = -1;
                 continue;
             }
             const TrainOutcome outcome = runner.train(*active);
@@ -133,6 +172,8 @@ void Engine::Impl::engineMain() {
         }
     } catch (const CrashStop&) {
     }
+    // A unit prefetched but not started stays in work/: the next start resumes it.
+    prefetch.take();
     if (!shared.crashed.load())
         runner.releaseBackend();  // the moments kept in memory go to disk
     shared.uploads.stop();

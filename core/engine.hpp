@@ -81,6 +81,9 @@ struct EngineConfig {
     RulesConfig rules;
     int maxWorkUnits = 0;        // > 0: stop once this many units are trained and settled
     bool overlapUploads = true;  // train the next unit while a result uploads (staleness 1)
+    // With overlapUploads: ask for and download the next unit while this one trains
+    // (core/unit_prefetch.hpp).
+    bool prefetch = true;
 
     int64_t checkpointIntervalMs = 5 * 60 * 1000;  // while training, and the kept moments
     int checkpointEverySteps = 0;                  // > 0: also every N steps (tests)

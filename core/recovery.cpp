@@ -2,6 +2,7 @@
 #include "recovery.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -104,7 +105,16 @@ std::optional<ActiveUnit> resumableUnit(EngineShared& shared,
     for (const auto& e : fs::directory_iterator(shared.files.workDir(), ec))
         if (e.is_directory())
             dirs.push_back(e.path());
-    std::sort(dirs.begin(), dirs.end());
+    // Oldest unit first (work/<id>, ids as numbers): the one in training, not the next unit
+    // prefetched beside it.
+    auto idOf = [](const fs::path& d) {
+        const std::string n = d.filename().string();
+        return n.empty() || n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos
+                   ? INT64_MAX
+                   : std::stoll(n);
+    };
+    std::sort(dirs.begin(), dirs.end(),
+              [&](const fs::path& a, const fs::path& b) { return idOf(a) < idOf(b); });
     for (const auto& d : dirs) {
         const auto manifestText = readText(DataDir::manifestFile(d));
         std::optional<net::Manifest> m;

@@ -45,6 +45,16 @@ RulesVerdict RuleGate::evaluate(int64_t nextDownloadBytes, int64_t nextUploadByt
     return v;
 }
 
+bool RuleGate::clearNow(int64_t nextDownloadBytes) {
+    {
+        std::lock_guard lock(m_shared.mu);
+        if (m_shared.quitRequested || m_shared.pauseRequested || m_shared.finishFlag ||
+            m_shared.snoozeUntil)
+            return false;
+    }
+    return evaluate(nextDownloadBytes, 0, false).allowed();
+}
+
 bool RuleGate::waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
                               const std::function<void()>& onHold, bool forceRules) {
     bool held = false;

@@ -26,6 +26,9 @@ class RuleGate {
     // Returns false when the engine is to quit.
     bool waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
                         const std::function<void()>& onHold, bool forceRules);
+    // Any thread, never waiting: whether work may go on now (no pause, snooze, quit or "finish
+    // then pause", and the rules allow a download of nextDownloadBytes). The prefetch asks it.
+    bool clearNow(int64_t nextDownloadBytes);
     // Any thread: uploads of finished work answer only to the daily upload cap.
     RulesVerdict checkUpload(int64_t uploadBytes) { return evaluate(0, uploadBytes, true); }
 

@@ -15,7 +15,8 @@ enum class UnitEndReason {
     HeldTooLong,      // paused, asleep or offline longer than the coordinator keeps a unit
     RunMovedOn,       // the run moved past the staleness bound while the unit waited
     Stalled,          // the coordinator saw heartbeats without progress for too long
-    Released,         // given back by this worker (it could neither resume nor upload it)
+    Released,         // given back by this worker: it could neither resume nor upload it, or it was
+                      // fetched ahead and the worker paused before starting it
     NotHeld,          // the coordinator no longer held it (found at start)
     AlreadyAccepted,  // its result had been accepted already
     Other,            // any other reason (its words are in the log)

@@ -407,6 +407,8 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
         if (m_shared.deps.observer)
             m_shared.deps.observer->progress(id, a.step, m.innerSteps, *loss);
         m_shared.checkCrash();
+        if (m_stepHook)
+            m_stepHook(a, static_cast<int64_t>(stepSecondsAvg * 1000.0 * (m.innerSteps - a.step)));
         if (a.step < m.innerSteps &&
             ((m_shared.cfg.checkpointEverySteps > 0 &&
               stepsSinceCheckpoint >= m_shared.cfg.checkpointEverySteps) ||

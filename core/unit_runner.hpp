@@ -13,6 +13,7 @@
 #include "rule_gate.hpp"
 #include "unit_files.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -54,6 +55,10 @@ class UnitRunner {
     void saveMoments();
     // The measured speed of the latest steps (0 before the first).
     double tokensPerSecond() const { return m_tokensPerSecond; }
+    // Called after every training step with the time the unit's remaining steps will take at
+    // the measured speed (the engine starts the next unit's prefetch from it).
+    using StepHook = std::function<void(const ActiveUnit& unit, int64_t etaMs)>;
+    void setStepHook(StepHook hook) { m_stepHook = std::move(hook); }
 
   private:
     TrainOutcome trainSteps(ActiveUnit& unit);
@@ -78,6 +83,7 @@ class UnitRunner {
     ModelConfig m_backendModel;
     int m_backendB = 0, m_backendT = 0;
     double m_tokensPerSecond = 0;
+    StepHook m_stepHook;
     // The run whose last finished unit's moments the backend holds, for the next unit.
     std::optional<int64_t> m_momentsRun;
     std::optional<net::Manifest> m_unsavedMoments;  // that unit, while they are not on disk

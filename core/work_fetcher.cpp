@@ -9,13 +9,41 @@ namespace tandem::core {
 
 namespace fs = std::filesystem;
 
-std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
-    m_shared.setState(EngineState::Fetching, "asking for work", "request a work unit");
+namespace {
+
+// The uplink as the last result uploads went (bytes/s): the newest of the last 50 transfers
+// that was a whole result of at least 64 KiB (below that, latency dominates); 0 when none.
+double measuredUplink(Ledger& ledger) {
+    auto recent = ledger.recentTransfers(50);
+    if (!recent)
+        return 0;
+    for (const Transfer& t : *recent)
+        if (t.direction == Direction::Up && t.purpose == "result" && t.ok && t.bytes >= 64 * 1024 &&
+            t.durationMs > 0)
+            return static_cast<double>(t.bytes) * 1000.0 / static_cast<double>(t.durationMs);
+    return 0;
+}
+
+}  // namespace
+
+void WorkFetcher::failHere(FetchMode mode, const std::string& why) {
+    if (mode == FetchMode::Foreground)
+        m_backoff.failLocal(why);
+    else  // the foreground asks or downloads again, and backs off if it fails too
+        m_shared.log(EventLevel::Info, "prefetch: " + why);
+}
+
+std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond, FetchMode mode) {
+    const bool fg = mode == FetchMode::Foreground;
+    auto failLocal = [&](const std::string& why) { failHere(mode, why); };
+    if (fg)
+        m_shared.setState(EngineState::Fetching, "asking for work", "request a work unit");
     net::WorkRequest req;
     req.device = m_shared.cfg.deviceDescription.empty() ? m_shared.cfg.device
                                                         : m_shared.cfg.deviceDescription;
     req.memoryBytes = m_shared.cfg.deviceMemoryBytes;
     req.tokensPerSecond = tokensPerSecond;
+    req.uplinkBytesPerSecond = measuredUplink(m_shared.ledger);
     if (auto d = PlatformProbe::diskSpace(m_shared.files.root()))
         req.freeDiskBytes = d->freeBytes;
     // The request id is on disk before the request leaves: a worker killed after the
@@ -30,7 +58,7 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
     } else {
         requestId = net::newRequestId();
         if (auto st = writeUnitRequest(m_shared.files, requestId); !st) {
-            m_backoff.failLocal("cannot store the work request id: " + st.error().message);
+            failLocal("cannot store the work request id: " + st.error().message);
             return std::nullopt;
         }
     }
@@ -38,6 +66,10 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
     auto res = m_shared.deps.api->requestWork(req, requestId);
     m_shared.checkCrash();
     if (!res) {
+        if (!fg) {
+            failLocal("asking for the next work unit failed: " + res.error().message);
+            return std::nullopt;
+        }
         if (res.error().httpStatus == 401) {
             m_registrar.drop("the coordinator does not know our token");
             return std::nullopt;
@@ -45,6 +77,8 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
         m_backoff.fail("asking for work failed", res.error());
         return std::nullopt;
     }
+    if (!res->manifest && !fg)
+        return std::nullopt;  // no work yet: the foreground asks again and waits as told
     if (!res->manifest) {
         const int64_t atMs = m_shared.now() + std::max<int64_t>(res->retryAfterMs, 1000);
         m_backoff.idleUntil(atMs, "no work available");
@@ -57,16 +91,15 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
                             static_cast<int64_t>(res->manifestJson.size()), startMs, true,
                             m.workUnitId, {});
     if (!m.verify(m_registrar.coordinatorKey().value())) {
-        m_backoff.failLocal(
-            "the manifest of work unit " + wuKey(m.workUnitId) +
-            " is not signed by the coordinator key pinned at registration; refused");
+        failLocal("the manifest of work unit " + wuKey(m.workUnitId) +
+                  " is not signed by the coordinator key pinned at registration; refused");
         return std::nullopt;
     }
     if (m.seqLen > m.model.maxSeqLen || m.batch <= 0 || m.innerSteps <= 0 ||
         m.dataLength <= m.seqLen) {
-        m_backoff.failLocal("work unit " + wuKey(m.workUnitId) + " has an impossible shape (B=" +
-                            std::to_string(m.batch) + ", T=" + std::to_string(m.seqLen) +
-                            ", data " + std::to_string(m.dataLength) + " tokens)");
+        failLocal("work unit " + wuKey(m.workUnitId) + " has an impossible shape (B=" +
+                  std::to_string(m.batch) + ", T=" + std::to_string(m.seqLen) + ", data " +
+                  std::to_string(m.dataLength) + " tokens)");
         return std::nullopt;
     }
     if (auto row = m_shared.ledger.workUnit(wuKey(m.workUnitId)); row && *row) {
@@ -83,21 +116,24 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
     std::error_code ec;
     fs::create_directories(a.dir, ec);
     if (auto st = writeTextAtomically(DataDir::manifestFile(a.dir), res->manifestJson); !st) {
-        m_backoff.failLocal(st.error().message);
+        failLocal(st.error().message);
         return std::nullopt;
     }
     m_shared.recordNewUnit(m);
     removeUnitRequest(m_shared.files);  // answered and recorded
-    m_backoff.succeeded();
-    m_shared.log(EventLevel::Info, "work unit " + wuKey(m.workUnitId) + ": " +
-                                       std::to_string(m.innerSteps) + " steps of " +
-                                       std::to_string(m.batch) + "x" + std::to_string(m.seqLen) +
-                                       " on " + m.model.describe() + ", from version " +
-                                       std::to_string(m.baseVersion));
+    if (fg)
+        m_backoff.succeeded();
+    m_shared.log(EventLevel::Info, std::string(fg ? "" : "prefetched ") + "work unit " +
+                                       wuKey(m.workUnitId) + ": " + std::to_string(m.innerSteps) +
+                                       " steps of " + std::to_string(m.batch) + "x" +
+                                       std::to_string(m.seqLen) + " on " + m.model.describe() +
+                                       ", from version " + std::to_string(m.baseVersion));
     return a;
 }
 
-bool WorkFetcher::download(ActiveUnit& unit) {
+bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest* training) {
+    const bool fg = mode == FetchMode::Foreground;
+    auto failLocal = [&](const std::string& why) { failHere(mode, why); };
     const net::Manifest& m = unit.manifest;
     const fs::path wp = m_shared.files.weightsFile(m), dp = m_shared.files.dataFile(m);
     const bool haveWeights = fileHasDigest(wp, m.weightsSha256);
@@ -107,19 +143,21 @@ bool WorkFetcher::download(ActiveUnit& unit) {
         return true;
     }
     const int64_t need = (haveWeights ? 0 : m.weightsBytes) + (haveData ? 0 : m.dataByteLength());
-    if (!m_gate.waitUntilClear(true, need, nullptr, true))
+    if (fg ? !m_gate.waitUntilClear(true, need, nullptr, true) : !m_gate.clearNow(need))
         return false;
-    // Keep the cache to what this unit needs.
+    // Keep the cache to what this unit (and the unit in training) needs.
     std::error_code ec;
+    const fs::path keepW = training ? m_shared.files.weightsFile(*training) : wp;
+    const fs::path keepD = training ? m_shared.files.dataFile(*training) : dp;
     for (const auto& e : fs::directory_iterator(m_shared.files.cacheDir(), ec)) {
-        if (e.path() != wp && e.path() != dp &&
+        if (e.path() != wp && e.path() != dp && e.path() != keepW && e.path() != keepD &&
             e.path().string().find(".part") == std::string::npos)
             fs::remove(e.path(), ec);
     }
-    m_shared.transition(m.workUnitId, WorkUnitState::Downloading);
-    m_shared.setState(EngineState::Downloading, "downloading weights and data",
-                      "train work unit " + wuKey(m.workUnitId));
-    {
+    m_shared.transition(m.workUnitId, WorkUnitState::Downloading, fg ? "" : "prefetch");
+    if (fg) {
+        m_shared.setState(EngineState::Downloading, "downloading weights and data",
+                          "train work unit " + wuKey(m.workUnitId));
         std::lock_guard lock(m_shared.mu);
         m_shared.snap.current = currentInfo(unit);
         m_shared.snap.current->downloadBytesTotal = need;
@@ -130,7 +168,7 @@ bool WorkFetcher::download(ActiveUnit& unit) {
         if (m_shared.crashed.load())
             return false;
         std::lock_guard lock(m_shared.mu);
-        if (m_shared.snap.current)
+        if (fg && m_shared.snap.current)
             m_shared.snap.current->downloadBytesDone = doneBefore + done;
         return !m_shared.quitRequested && !m_shared.pauseRequested;
     };
@@ -148,8 +186,11 @@ bool WorkFetcher::download(ActiveUnit& unit) {
                 std::lock_guard lock(m_shared.mu);
                 stopping = m_shared.quitRequested || m_shared.pauseRequested;
             }
-            if (!stopping)
+            if (!stopping && fg)
                 m_backoff.fail(std::string("downloading the ") + what + " failed", res.error());
+            else if (!stopping)
+                failLocal(std::string("downloading the ") + what +
+                          " failed: " + res.error().message);
             return false;
         }
         m_shared.recordTransfer(Direction::Down, what, res->bytesTransferred, startMs, true,
@@ -164,7 +205,7 @@ bool WorkFetcher::download(ActiveUnit& unit) {
     if (!fileHasDigest(wp, m.weightsSha256) || !fileHasDigest(dp, m.dataSha256)) {
         fs::remove(wp, ec);
         fs::remove(dp, ec);
-        m_backoff.failLocal("a download does not match the SHA-256 of the manifest; removed it");
+        failLocal("a download does not match the SHA-256 of the manifest; removed it");
         return false;
     }
     unit.downloaded = true;

@@ -1,6 +1,9 @@
 // Getting work: asking the coordinator for a unit (its manifest must verify against the pinned
 // key and have a shape that can run), then downloading its weights and data into cache/, named by
-// their SHA-256 and checked against the manifest. Internal to core/.
+// their SHA-256 and checked against the manifest. In the foreground (the engine thread) it shows
+// its state and backs off on errors; as a prefetch (core/unit_prefetch.hpp, while another unit
+// trains) it shows nothing, never waits at the rule gate and leaves errors to the foreground,
+// which asks or downloads again. Internal to core/.
 #pragma once
 
 #include "engine_backoff.hpp"
@@ -13,6 +16,8 @@
 
 namespace tandem::core {
 
+enum class FetchMode { Foreground, Prefetch };
+
 class WorkFetcher {
   public:
     WorkFetcher(EngineShared& shared, RuleGate& gate, EngineBackoff& backoff, Registrar& registrar)
@@ -22,12 +27,18 @@ class WorkFetcher {
     // row; none when no work is offered (Idle until the coordinator's Retry-After), on an error
     // (backing off) or when the coordinator no longer knows the token (registration dropped).
     // tokensPerSecond: the measured speed, sent with the request.
-    std::optional<ActiveUnit> fetch(double tokensPerSecond);
+    std::optional<ActiveUnit> fetch(double tokensPerSecond, FetchMode mode = FetchMode::Foreground);
     // Engine thread. The unit's weights and data, waiting first for the download cap; marks the
     // unit downloaded. False when held, stopped (pause, quit) or failed (backing off).
-    bool download(ActiveUnit& unit);
+    // As a prefetch: only when the rules allow it now, keeping the files of `training` in cache/.
+    bool download(ActiveUnit& unit, FetchMode mode = FetchMode::Foreground,
+                  const net::Manifest* training = nullptr);
 
   private:
+    // An error that is not the coordinator's answer: backs off in the foreground, logged only
+    // for a prefetch.
+    void failHere(FetchMode mode, const std::string& why);
+
     EngineShared& m_shared;
     RuleGate& m_gate;
     EngineBackoff& m_backoff;

@@ -188,6 +188,7 @@ std::string WorkRequest::toJson() const {
     return json{{"device", device},
                 {"memory_bytes", memoryBytes},
                 {"tokens_per_second", tokensPerSecond},
+                {"uplink_bytes_per_second", uplinkBytesPerSecond},
                 {"free_disk_bytes", freeDiskBytes},
                 {"protocol", protocol}}
         .dump();
@@ -202,6 +203,8 @@ Expected<WorkRequest> WorkRequest::fromJson(std::string_view text) {
     out.device = r.string("device", 1, 200);
     out.memoryBytes = r.integer("memory_bytes", 0, kMaxI64);
     out.tokensPerSecond = r.number("tokens_per_second", 0, 1e12);
+    if (j->contains("uplink_bytes_per_second"))
+        out.uplinkBytesPerSecond = r.number("uplink_bytes_per_second", 0, 1e12);
     out.freeDiskBytes = r.integer("free_disk_bytes", 0, kMaxI64);
     out.protocol = j->contains("protocol") ? static_cast<int>(r.integer("protocol", 1, 1000))
                                            : kOldestProtocolVersion;

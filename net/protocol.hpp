@@ -64,6 +64,9 @@ struct WorkRequest {
     std::string device;  // "cuda:0 NVIDIA GeForce RTX 3060", "cpu"
     int64_t memoryBytes = 0;
     double tokensPerSecond = 0;  // measured; 0 when not known yet
+    // Measured from the worker's own result uploads (bytes/s); 0 when not known yet. Optional
+    // on the wire: the coordinator sizes units so that their upload fits in the next unit.
+    double uplinkBytesPerSecond = 0;
     int64_t freeDiskBytes = 0;
     // The newest manifest version the worker understands; absent (an older worker): 2.
     int protocol = kProtocolVersion;

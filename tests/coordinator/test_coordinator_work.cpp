@@ -49,6 +49,21 @@ class TestCoordinatorWork : public QObject {
         QCOMPARE(coord::innerStepsFor(s, 4.0, 100), 8);  // 12.5, capped at the maximum
     }
 
+    // With the worker's uplink, a unit lasts 1.1 x its fp16 result's upload (128 + 2P bytes).
+    void innerStepsFitTheUpload() {
+        auto s = settings();
+        s.model = ModelConfig::parse("L=1,NH=2,C=16,T=16,V=64").value();
+        const double resultBytes = 128.0 + 2.0 * static_cast<double>(s.model.parameterCount());
+        // An uplink that moves the result in 20 s: 22 s x 1 token/s / 32 = 0.69 steps; the
+        // 100 s target (3 steps) wins.
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100, resultBytes / 20), 3);
+        // In 200 s: 220 s x 1 / 32 = 6.875 steps.
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100, resultBytes / 200), 6);
+        // In 2,000 s: 68.75, capped at the maximum.
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100, resultBytes / 2000), 8);
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100, 0), 3);  // unknown uplink: as before
+    }
+
     void unitBytes() {
         const auto s = settings();
         QCOMPARE(coord::workUnitBytes(s, 3, 100000), int64_t{96});

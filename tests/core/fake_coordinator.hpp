@@ -118,6 +118,11 @@ class FakeCoordinator final : public core::CoordinatorApi {
     std::vector<std::string> requestIds;  // the idempotency key of each request ("" none)
     std::string token;
 
+    // The id of the next unit handed out (before the first request).
+    void setNextId(int64_t id) {
+        std::lock_guard lock(mu);
+        m_nextId = id;
+    }
     const net::SigningKey& key() const { return m_key; }
     const ModelConfig& model() const { return m_model; }
     const std::vector<uint8_t>& weightsBytes() const { return m_weights; }

@@ -139,7 +139,18 @@ class TestCostEstimate : public QObject {
         in.tokensPerSecond = 20;  // 9.375 steps: 9
         QCOMPARE(estimateCosts(in).innerSteps, 9);
         QVERIFY(qFuzzyCompare(estimateCosts(in).trainSecondsPerUnit, 9 * 64 / 20.0));
+        // A slow uplink: 2,128 bytes at 62.5 B/s take 34.05 s, so the coordinator makes units of
+        // 1.1 x that: 37.45 s x 20 / 64 = 11.7 steps.
+        in.upMbitPerSecond = 0.0005;
+        QCOMPARE(estimateCosts(in).innerSteps, 11);
+        in.upMbitPerSecond = 0.01;
         QCOMPARE(innerStepsFor({64, 30, 5, 50}, 20), 9);
+        // A 10,000-byte result at 100 B/s takes 100 s: the unit lasts 110 s, 110 x 20 / 64 =
+        // 34.4 steps; at 1 MB/s the 30 s target wins; at 10 B/s the cap of 50.
+        QCOMPARE(innerStepsFor({64, 30, 5, 50, 10000}, 20, 100), 34);
+        QCOMPARE(innerStepsFor({64, 30, 5, 50, 10000}, 20, 1e6), 9);
+        QCOMPARE(innerStepsFor({64, 30, 5, 50, 10000}, 20, 10), 50);
+        QCOMPARE(innerStepsFor({64, 30, 5, 50, 10000}, 20, 0), 9);  // uplink unknown
     }
 
     void unknownFiguresGiveNoGuess() {
