@@ -177,27 +177,47 @@ class PerformancePage final : public Page {
 class RunPage final : public Page {
     Q_OBJECT
   public:
+    // Which rounds the chart shows; dragging across the chart zooms in further.
+    enum class Rounds { All = 0, Last1000 = 1, Last100 = 2 };
+    // The loss line keeps at most 2 * kLineBuckets points (min/max per bucket) however long
+    // the run; the marks of this computer's rounds at most one per 1/(2 * kLineBuckets) width.
+    static constexpr int kLineBuckets = 400;
+
     RunPage(const UiContext& context, QWidget* parent);
     void refresh() override;  // asks the coordinator (at most once a minute unless forced)
     void reload();            // asks now
     void showRun(const RunInfo& info);  // what the coordinator answered
+    void showRounds(Rounds rounds);
     QLineSeries* lossSeries() const { return m_loss; }
+    // This computer's rounds: marks in a strip along the bottom of the chart.
     QScatterSeries* mineSeries() const { return m_mine; }
+    QValueAxis* roundAxis() const { return m_axisX; }
+    QValueAxis* lossAxis() const { return m_axisY; }
+    QChartView* chartView() const { return m_view; }
     QLabel* statusLabel() const { return m_status; }
     QLabel* sampleLabel() const { return m_sample; }
 
   private:
+    void showSample(const RunInfo& info);
+    void applyRounds();  // the chosen rounds, then redraw()
+    void redraw();       // the line and marks of the rounds on the axis, decimated
+    void updateTicks();
+
     QLabel* m_summary;
     QLabel* m_status;
     QGroupBox* m_sampleBox;
     QLabel* m_sample;
-    void showSample(const RunInfo& info);
     QPushButton* m_reload;
+    QComboBox* m_rounds;
+    QChartView* m_view;
     QChart* m_chart;
     QLineSeries* m_loss;
     QScatterSeries* m_mine;
     QValueAxis* m_axisX;
     QValueAxis* m_axisY;
+    QList<QPointF> m_history;     // every evaluated round: (round, loss), by round
+    QList<qreal> m_mineRounds;    // rounds with this computer's result, ascending
+    bool m_settingRange = false;  // applyRounds() moves the axis; zooming by hand redraws
     int64_t m_lastAskedMs = 0;
     bool m_asking = false;
 };

@@ -295,10 +295,10 @@ class TestUiPages : public QObject {
         QVERIFY(!page.showsEmptyState());
         QCOMPARE(page.lossSeries()->at(0), QPointF(1, 4.75));
         QCOMPARE(page.lossSeries()->at(7), QPointF(8, 3.0));
-        // The receipts applied units to rounds 5 and 6: those points are marked.
+        // The receipts applied units to rounds 5 and 6: those rounds are marked.
         QCOMPARE(page.mineSeries()->count(), 2);
-        QCOMPARE(page.mineSeries()->at(0), QPointF(5, 3.75));
-        QCOMPARE(page.mineSeries()->at(1), QPointF(6, 3.5));
+        QCOMPARE(page.mineSeries()->at(0).x(), 5.0);
+        QCOMPARE(page.mineSeries()->at(1).x(), 6.0);
         QCOMPARE(page.statusLabel()->text(),
                  QStringLiteral("Rounds with a contribution from this computer: 2 of 8."));
         // What the model writes now: the prompt in bold, the text escaped, a long word
