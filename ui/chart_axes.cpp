@@ -1,5 +1,6 @@
 #include "chart_axes.hpp"
 
+#include <QBarCategoryAxis>
 #include <QChart>
 #include <QFontMetricsF>
 #include <QLocale>
@@ -59,6 +60,25 @@ void setRegularTicks(QValueAxis* axis, const QLocale& locale, double widthPx, do
     // On the first multiple of the step in range (Qt draws no labels for an anchor outside it).
     axis->setTickAnchor(std::ceil(min / step) * step);
     axis->setTickInterval(step);
+}
+
+void keepCategoryLabelsWhole(QChart* chart, QBarCategoryAxis* axis) {
+    auto fit = [chart, axis] {
+        const QStringList labels = axis->categories();
+        if (labels.isEmpty())
+            return;
+        const QFontMetricsF metrics(axis->labelsFont());
+        double widest = 0;
+        for (const QString& label : labels)
+            widest = std::max(widest, metrics.horizontalAdvance(label));
+        const double slot = chart->plotArea().width() / labels.size();
+        // Qt cuts a label well before it touches its neighbour: a margin of three characters.
+        const int angle = widest + 3 * metrics.averageCharWidth() <= slot ? 0 : -90;
+        if (axis->labelsAngle() != angle)
+            axis->setLabelsAngle(angle);
+    };
+    QObject::connect(chart, &QChart::plotAreaChanged, axis, fit);
+    QObject::connect(axis, &QBarCategoryAxis::categoriesChanged, axis, fit);
 }
 
 void localizeChart(QChart* chart) {

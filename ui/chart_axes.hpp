@@ -5,6 +5,7 @@
 #include <QList>
 #include <QPointF>
 
+class QBarCategoryAxis;
 class QChart;
 class QLocale;
 class QValueAxis;
@@ -26,6 +27,10 @@ double niceTickStep(double span, int maxIntervals, double minStep);
 // being max) fit side by side across widthPx.
 void setRegularTicks(QValueAxis* axis, const QLocale& locale, double widthPx, double min,
                      double max, double minStep);
+
+// Category labels (days) turned upright whenever the plot is too narrow for them side by side,
+// instead of Qt cutting them to "11...". Follows the chart's plot area from now on.
+void keepCategoryLabelsWhole(QChart* chart, QBarCategoryAxis* axis);
 
 // The chart's numbers and dates in the application's locale (German: 10.000 and 0,25).
 void localizeChart(QChart* chart);

@@ -1,4 +1,5 @@
 #include "async.hpp"
+#include "chart_axes.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
@@ -44,6 +45,7 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
         auto* value = new QLabel(totalsBox);
         value->setObjectName(QStringLiteral("total_") + QLatin1String(key));
         value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        value->setWordWrap(true);  // never wider than a narrow window
         name->setBuddy(value);
         grid->addWidget(name, r / 2, (r % 2) * 2);
         grid->addWidget(value, r / 2, (r % 2) * 2 + 1);
@@ -97,6 +99,7 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
     m_chart->addAxis(m_axisX, Qt::AlignBottom);
     m_chart->addAxis(m_axisY, Qt::AlignLeft);
     m_series->attachAxis(m_axisX);
+    keepCategoryLabelsWhole(m_chart, m_axisX);
     m_series->attachAxis(m_axisY);
     m_chart->legend()->hide();
     layout->addWidget(m_view, 1);

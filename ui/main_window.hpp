@@ -66,6 +66,8 @@ class MainWindow final : public QMainWindow {
     void showEvent(QShowEvent* event) override;
 
   private:
+    // Never larger than the screen's available area (a 2x screen is 960 x 540 wide and high).
+    void fitToScreen();
     UiContext m_ctx;
     AppActions* m_actions;
     QListWidget* m_nav;

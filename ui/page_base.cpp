@@ -117,6 +117,17 @@ QTableWidget* makeRecordTable(const QString& objectName, const QString& accessib
     return table;
 }
 
+QLabel* makeChartTitle(const QString& text, QWidget* parent) {
+    auto* label = new QLabel(text, parent);
+    label->setObjectName(QStringLiteral("chartTitle"));
+    label->setWordWrap(true);
+    label->setAlignment(Qt::AlignHCenter);
+    QFont f = label->font();
+    f.setBold(true);
+    label->setFont(f);
+    return label;
+}
+
 QChartView* makeChartView(const QString& accessibleName, QWidget* parent) {
     auto* view = new PaletteChartView(parent);
     auto* chart = new QChart();

@@ -56,6 +56,9 @@ class Page : public QWidget {
     QLabel* m_empty = nullptr;
 };
 
+// A chart's title above it, wrapped on a narrow window (QChart cuts a long title to "...").
+QLabel* makeChartTitle(const QString& text, QWidget* parent);
+
 // Makes a chart view that follows the palette (light or dark) and has an accessible name.
 QChartView* makeChartView(const QString& accessibleName, QWidget* parent);
 

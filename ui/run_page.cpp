@@ -59,11 +59,12 @@ RunPage::RunPage(const UiContext& context, QWidget* parent) : Page(context, pare
     rangeRow->addWidget(zoomHint, 1);
     layout->addLayout(rangeRow);
 
+    layout->addWidget(
+        makeChartTitle(tr("Validation loss of the shared model, per round"), content));
     m_view = makeChartView(tr("Global validation loss per round"), content);
     m_view->setObjectName(QStringLiteral("lossChart"));
     m_view->setRubberBand(QChartView::HorizontalRubberBand);
     m_chart = m_view->chart();
-    m_chart->setTitle(tr("Validation loss of the shared model, per round"));
     m_loss = new QLineSeries();
     m_loss->setName(tr("validation loss"));
     m_mine = new QScatterSeries();

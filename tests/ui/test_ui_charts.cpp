@@ -3,7 +3,9 @@
 // locale's style, no label cut off or outside a small chart with a large font, legends in the
 // series' colours on a dark palette. CTest runs it at 1x and, as test_ui_charts_2x, with
 // QT_SCALE_FACTOR=2. With TANDEM_SHOTS=<dir> it saves what it checked as PNGs, to look at.
+#include "app_actions.hpp"
 #include "chart_axes.hpp"
+#include "main_window.hpp"
 #include "pages.hpp"
 #include "ui_fixture.hpp"
 
@@ -16,6 +18,7 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QScatterSeries>
+#include <QScreen>
 #include <QValueAxis>
 
 #include <cmath>
@@ -264,6 +267,72 @@ class TestUiCharts : public QObject {
                                     .arg(d.rect.height())
                                     .arg(inside.width())
                                     .arg(inside.height())));
+        }
+        QApplication::setFont(original);
+    }
+
+    // The window fits the screen (at 2x the offscreen screen is 400 x 400).
+    void windowFitsTheScreen() {
+        ui::AppActions actions(m_bridge.get(), nullptr);
+        ui::MainWindow window(m_ctx, &actions);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        const QRect available = window.screen()->availableGeometry();
+        QVERIFY2(available.contains(window.frameGeometry()),
+                 qPrintable(QStringLiteral("%1x%2 on %3x%4")
+                                .arg(window.frameGeometry().width())
+                                .arg(window.frameGeometry().height())
+                                .arg(available.width())
+                                .arg(available.height())));
+    }
+
+    // Every page at the size a window on a 1920 x 1080 screen at 2x leaves it (960 x 540 less
+    // the navigation and the bars), in the usual font and one half again as large: every chart
+    // label whole and inside its chart.
+    void pageLabelsWhole_data() {
+        QTest::addColumn<double>("fontScale");
+        QTest::newRow("font 1x") << 1.0;
+        QTest::newRow("font 1.5x") << 1.5;
+    }
+    void pageLabelsWhole() {
+        QFETCH(double, fontScale);
+        const QFont original = QApplication::font();
+        QFont font = original;
+        font.setPointSizeF(original.pointSizeF() * fontScale);
+        QApplication::setFont(font);
+        std::vector<std::unique_ptr<ui::Page>> pages;
+        pages.push_back(std::make_unique<ui::OverviewPage>(m_ctx, nullptr));
+        pages.push_back(std::make_unique<ui::ContributionsPage>(m_ctx, nullptr));
+        pages.push_back(std::make_unique<ui::PerformancePage>(m_ctx, nullptr));
+        pages.push_back(std::make_unique<ui::RunPage>(m_ctx, nullptr));
+        pages.push_back(std::make_unique<ui::NetworkPage>(m_ctx, nullptr));
+        for (size_t i = 0; i < pages.size(); ++i) {
+            ui::Page* page = pages[i].get();
+            page->resize(760, 460);
+            page->show();
+            QVERIFY(QTest::qWaitForWindowExposed(page));
+            page->refresh();
+            QTest::qWait(i == 3 ? 300 : 50);  // the run's status comes from the thread pool
+            saveShot(page, QStringLiteral("page%1-font%2-").arg(i).arg(fontScale) + m_scale +
+                               QStringLiteral("x"));
+            for (QChartView* view : page->findChildren<QChartView*>()) {
+                if (!view->isVisibleTo(page))
+                    continue;
+                // The chart is not wider than the page (which scrolls only downwards).
+                QVERIFY2(view->mapTo(page, QPoint(view->width(), 0)).x() <= page->width(),
+                         qPrintable(
+                             QStringLiteral("page %1 is wider than %2").arg(i).arg(page->width())));
+                const QRect inside = view->viewport()->rect();
+                const auto texts = drawnTexts(view);
+                QVERIFY(!texts.isEmpty());
+                for (const DrawnText& d : texts) {
+                    QVERIFY2(
+                        !d.text.contains(QStringLiteral("...")) && !d.text.contains(QChar(0x2026)),
+                        qPrintable(QStringLiteral("page %1: %2").arg(i).arg(d.text)));
+                    QVERIFY2(inside.contains(d.rect.toAlignedRect()),
+                             qPrintable(QStringLiteral("page %1: %2 outside").arg(i).arg(d.text)));
+                }
+            }
         }
         QApplication::setFont(original);
     }
