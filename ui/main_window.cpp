@@ -192,7 +192,21 @@ QString MainWindow::statusText() const {
 }
 
 void MainWindow::setNotice(const QString& text) {
-    overviewPage()->setNotice(text);
+    m_notice = text;
+    showNotices();
+}
+
+void MainWindow::setStartError(const QString& text) {
+    m_startError = text;
+    showNotices();
+}
+
+void MainWindow::showNotices() {
+    QStringList shown;
+    for (const QString& text : {m_startError, m_notice})
+        if (!text.isEmpty())
+            shown << text;
+    overviewPage()->setNotice(shown.join(QStringLiteral("\n\n")));
 }
 
 void MainWindow::refresh() {
@@ -201,7 +215,9 @@ void MainWindow::refresh() {
     m_stateIcon->setPixmap(stateIcon(v.kind).pixmap(16, 16));
     m_stateText->setFullText(v.detail.isEmpty() ? v.headline
                                                 : v.headline + QStringLiteral(" · ") + v.detail);
-    setWindowTitle(tr("Tandem – %1").arg(elideChars(v.headline, kTooltipChars)));
+    // The name last: Qt appends the application's display name to a title that does not end
+    // with it ("Tandem – Working — Tandem").
+    setWindowTitle(tr("%1 – Tandem").arg(elideChars(v.headline, kTooltipChars)));
     // The overview is cheap and carries the state; the others only when visible.
     overviewPage()->refresh();
     if (currentPage() != Overview && isVisible())

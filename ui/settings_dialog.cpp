@@ -159,7 +159,9 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     });
     dirRow->addWidget(m_dataDir, 1);
     dirRow->addWidget(browse);
-    gForm->addRow(tr("Data &directory:"), dirRow);
+    auto* dirLabel = new QLabel(tr("Data &directory:"), general);
+    dirLabel->setBuddy(m_dataDir);  // a row of a layout gets no buddy: the "&" would show
+    gForm->addRow(dirLabel, dirRow);
     m_autostart = new QCheckBox(tr("Start Tandem when I &log in"), general);
     m_autostart->setObjectName(QStringLiteral("startAtLogin"));
     gForm->addRow(QString(), m_autostart);
@@ -253,9 +255,9 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
             m_days[d].on->setChecked(true);
         });
         connect(day.on, &QCheckBox::toggled, this, [this, d](bool on) {
-            m_days[d].box->setEnabled(on);
             if (on && m_days[d].rows.empty())
                 addWindow(d, QTime(18, 0), QTime(8, 0));
+            enableDays();
         });
         grid->addWidget(day.on, d, 0, Qt::AlignTop);
         grid->addWidget(day.box, d, 1);
@@ -263,6 +265,8 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     }
     grid->setColumnStretch(3, 1);
     rLayout->addLayout(grid);
+    // The weekdays count only while "Only at these times" is on.
+    connect(m_useWindows, &QCheckBox::toggled, this, [this] { enableDays(); });
     auto* windowsNote = new QLabel(tr("A day may have several windows. The same from and to means "
                                       "the whole day; a \"to\" before the \"from\" runs past "
                                       "midnight."),
@@ -379,7 +383,9 @@ void SettingsDialog::setDevices(const DeviceReport& report) {
 }
 
 void SettingsDialog::load(const core::Settings& s) {
-    m_dataDir->setText(QString::fromStdString(s.dataDirectory));
+    // The directory in use: the settings' own, else the one the app runs from.
+    m_dataDir->setText(QString::fromStdString(s.dataDirectory.empty() ? m_ctx.dataDirectory.string()
+                                                                      : s.dataDirectory));
     m_displayName->setText(QString::fromStdString(s.displayName));
     m_team->setText(QString::fromStdString(s.team));
     m_autostart->setChecked(autostart::supported() ? (s.startAtLogin || autostart::enabled())
@@ -402,8 +408,8 @@ void SettingsDialog::load(const core::Settings& s) {
         if (!on)  // an unused day offers the usual evening window once checked
             addWindow(d, QTime(18, 0), QTime(8, 0));
         m_days[d].on->setChecked(on);
-        m_days[d].box->setEnabled(on);
     }
+    enableDays();
     m_upCap->setValue(static_cast<double>(r.dailyUploadCapBytes) / kGb);
     m_downCap->setValue(static_cast<double>(r.dailyDownloadCapBytes) / kGb);
     m_upRate->setValue(static_cast<double>(s.uploadLimitBytesPerSecond) / kMbit);
@@ -435,6 +441,9 @@ core::Settings SettingsDialog::settings() const {
     const QString device = m_device->currentData().toString();
     s.device = device.isEmpty() ? m_original.device : device.toStdString();
     s.dataDirectory = m_dataDir->text().trimmed().toStdString();
+    // Unchanged from the directory the app runs from: still "that one", not a setting of its own.
+    if (m_original.dataDirectory.empty() && s.dataDirectory == m_ctx.dataDirectory.string())
+        s.dataDirectory.clear();
     s.startAtLogin = m_autostart->isChecked();
     s.displayName = m_displayName->text().trimmed().toStdString();
     s.team = m_team->text().trimmed().toStdString();
@@ -467,6 +476,15 @@ core::Settings SettingsDialog::settings() const {
     s.pinnedPublicKey = m_pin->text().trimmed().toStdString();
     s.caFile = m_caFile->text().trimmed().toStdString();
     return s;
+}
+
+void SettingsDialog::enableDays() {
+    const bool useWindows = m_useWindows->isChecked();
+    for (Day& day : m_days) {
+        day.on->setEnabled(useWindows);
+        day.add->setEnabled(useWindows);
+        day.box->setEnabled(useWindows && day.on->isChecked());
+    }
 }
 
 void SettingsDialog::addWindow(int weekday, QTime from, QTime to) {
@@ -552,9 +570,11 @@ void SettingsDialog::accept() {
             m_issues << tr("The settings could not be saved: %1")
                             .arg(QString::fromStdString(st.error().message));
     }
-    if (m_issues.isEmpty() && autostart::supported() && s.startAtLogin != autostart::enabled()) {
+    // Written whenever on, so the entry starts the app with the options it runs with now.
+    if (m_issues.isEmpty() && autostart::supported() && (s.startAtLogin || autostart::enabled())) {
         QString error;
-        if (!autostart::setEnabled(s.startAtLogin, QCoreApplication::applicationFilePath(), &error))
+        if (!autostart::setEnabled(s.startAtLogin, QCoreApplication::applicationFilePath(),
+                                   m_ctx.launchArguments, &error))
             m_issues << error;
     }
     if (!m_issues.isEmpty()) {

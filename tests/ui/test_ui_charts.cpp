@@ -271,8 +271,10 @@ class TestUiCharts : public QObject {
         QApplication::setFont(original);
     }
 
-    // The window fits the screen (at 2x the offscreen screen is 400 x 400).
+    // The window fits the screen (at 2x the offscreen screen is 400 x 400), and its title
+    // names Tandem once (Qt appends the display name to a title that does not end with it).
     void windowFitsTheScreen() {
+        QGuiApplication::setApplicationDisplayName(QStringLiteral("Tandem"));
         ui::AppActions actions(m_bridge.get(), nullptr);
         ui::MainWindow window(m_ctx, &actions);
         window.show();
@@ -284,6 +286,11 @@ class TestUiCharts : public QObject {
                                 .arg(window.frameGeometry().height())
                                 .arg(available.width())
                                 .arg(available.height())));
+        const QString title = window.windowTitle();
+        QVERIFY2(
+            title.endsWith(QStringLiteral("Tandem")) && title.count(QStringLiteral("Tandem")) == 1,
+            qPrintable(title));
+        QVERIFY2(title.startsWith(QStringLiteral("Not connected")), qPrintable(title));
     }
 
     // Every page at the size a window on a 1920 x 1080 screen at 2x leaves it (960 x 540 less
