@@ -3,6 +3,7 @@
 // timer) and explains itself when there is nothing to show yet.
 #pragma once
 
+#include "ledger.hpp"
 #include "services.hpp"
 #include "state_view.hpp"
 #include "ui_context.hpp"
@@ -10,6 +11,8 @@
 #include <QWidget>
 
 #include <map>
+#include <optional>
+#include <vector>
 
 class QAction;
 class QBarSeries;
@@ -35,6 +38,7 @@ class QValueAxis;
 namespace tandem::ui {
 
 class ElidingLabel;
+class ReceiptDialog;
 
 class Page : public QWidget {
     Q_OBJECT
@@ -127,6 +131,9 @@ class ContributionsPage final : public Page {
     void showStanding(const StandingInfo& info);
     QLabel* rankLabel() const { return m_rank; }
     QLabel* teamRankLabel() const { return m_teamRank; }
+    // The receipt of the table's row in detail (also on a double-click and with "Receipt…");
+    // null when that unit has none. The dialog is the page's child and deletes itself on close.
+    ReceiptDialog* openReceipt(int row);
 
   protected:
     void showEvent(QShowEvent* event) override;
@@ -147,6 +154,8 @@ class ContributionsPage final : public Page {
     QBarCategoryAxis* m_axisX;
     QValueAxis* m_axisY;
     QTableWidget* m_table;
+    QPushButton* m_showReceipt;
+    std::vector<std::optional<core::Receipt>> m_receipts;  // per table row, without the body
     std::map<QString, QLabel*> m_totals;
 };
 

@@ -1,6 +1,7 @@
 #include "async.hpp"
 #include "chart_axes.hpp"
 #include "engine_bridge.hpp"
+#include "model_text.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 
@@ -177,12 +178,14 @@ void RunPage::showRun(const RunInfo& info) {
     }
     const QLocale loc;
     m_status->setText(QString());
-    QString summary = tr("Run %1, round %2 open. Workers active: %3. Tokens trained in all: %4. "
-                         "Model: %5.")
+    QString summary = tr("Run %1, round %L2 open. Workers active: %L3. Tokens trained in all: "
+                         "%4. Model: %5.")
                           .arg(info.runId)
                           .arg(info.round)
                           .arg(info.activeWorkers)
-                          .arg(formatTokens(info.totalTokens), info.model);
+                          .arg(formatTokens(info.totalTokens), info.modelConfig.layers > 0
+                                                                   ? modelInWords(info.modelConfig)
+                                                                   : modelInWords(info.model));
     if (!info.latestExportPath.isEmpty())
         summary += QLatin1Char(' ') + tr("Latest export of the model: %1 (%2, version %3).")
                                           .arg(info.latestExportPath, info.latestExportFormat)

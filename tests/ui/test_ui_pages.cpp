@@ -312,6 +312,10 @@ class TestUiPages : public QObject {
         QCOMPARE(html.count(QChar(0x200B)), 2);  // 100 x's: after the 40th and the 80th
         QCOMPARE(page.sampleLabel()->sizePolicy().horizontalPolicy(), QSizePolicy::Ignored);
         const QString summary = page.findChild<QLabel*>(QStringLiteral("summary"))->text();
+        // The model in words, not in its configuration's letters.
+        QVERIFY2(summary.contains(QStringLiteral("Model: 2-layer model, 0.4 million parameters.")),
+                 qPrintable(summary));
+        QVERIFY2(!summary.contains(QStringLiteral("NH=")), qPrintable(summary));
         QVERIFY2(summary.endsWith(QStringLiteral(
                      "Latest export of the model: /srv/exports/run1-v7 (safetensors, version 7).")),
                  qPrintable(summary));
