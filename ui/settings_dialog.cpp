@@ -17,6 +17,8 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTimeEdit>
@@ -133,6 +135,15 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     auto* layout = new QVBoxLayout(this);
     m_tabs = new QTabWidget(this);
     layout->addWidget(m_tabs);
+    // Each page scrolls inside a dialog of one size: more time windows, the device note or the
+    // list of problems never make it jump or grow past the screen.
+    auto addPage = [this](QWidget* page, const QString& title) {
+        auto* scroll = new QScrollArea(m_tabs);
+        scroll->setWidgetResizable(true);
+        scroll->setFrameShape(QFrame::NoFrame);
+        scroll->setWidget(page);
+        m_tabs->addTab(scroll, title);
+    };
 
     // --- General ---
     auto* general = new QWidget(m_tabs);
@@ -189,7 +200,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     m_team->setAccessibleName(tr("Team"));
     m_team->setToolTip(tr("Your work also counts for this team; 1 to 32 characters."));
     gForm->addRow(tr("&Team:"), m_team);
-    m_tabs->addTab(general, tr("&General"));
+    addPage(general, tr("&General"));
 
     // --- When to work ---
     auto* rules = new QWidget(m_tabs);
@@ -274,7 +285,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     windowsNote->setWordWrap(true);
     rLayout->addWidget(windowsNote);
     rLayout->addStretch(1);
-    m_tabs->addTab(rules, tr("&When to work"));
+    addPage(rules, tr("&When to work"));
 
     // --- Network ---
     auto* net = new QWidget(m_tabs);
@@ -303,7 +314,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
             [this](int i) { m_proxyUrl->setEnabled(i == 2); });
     nForm->addRow(tr("&Proxy:"), m_proxyMode);
     nForm->addRow(QString(), m_proxyUrl);
-    m_tabs->addTab(net, tr("&Network"));
+    addPage(net, tr("&Network"));
 
     // --- Coordinator ---
     auto* coord = new QWidget(m_tabs);
@@ -326,7 +337,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
                              coord);
     cNote->setWordWrap(true);
     cForm->addRow(cNote);
-    m_tabs->addTab(coord, tr("&Coordinator"));
+    addPage(coord, tr("&Coordinator"));
 
     m_errors = new QLabel(this);
     m_errors->setObjectName(QStringLiteral("errors"));
@@ -345,6 +356,15 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     load(current);
     DeviceReport none;
     setDevices(none);
+    // One size, from the largest page, within the screen.
+    QSize wanted(0, 0);
+    for (int i = 0; i < m_tabs->count(); ++i)
+        wanted =
+            wanted.expandedTo(static_cast<QScrollArea*>(m_tabs->widget(i))->widget()->sizeHint());
+    wanted += QSize(48, 140);  // the tab bar, buttons and margins
+    if (const QScreen* screen = this->screen())
+        wanted = wanted.boundedTo(screen->availableGeometry().size() * 0.9);
+    resize(wanted);
     if (m_ctx.services) {
         Services* services = m_ctx.services;
         runAsync<DeviceReport>(

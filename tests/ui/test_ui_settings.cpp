@@ -66,6 +66,29 @@ class TestUiSettings : public QObject {
         QVERIFY(!dialog.dayEnabled(0)->isEnabled());
     }
 
+    // The dialog keeps its size: more windows, the device note, the list of problems and
+    // another page scroll or take room inside it.
+    void stableSize() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        ui::SettingsDialog dialog(context(bridge, services), core::Settings{}, nullptr);
+        dialog.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+        const QSize before = dialog.size();
+        dialog.showTab(1);
+        dialog.useTimeWindows()->setChecked(true);
+        for (int i = 0; i < 6; ++i)
+            QTest::mouseClick(dialog.addWindowButton(0), Qt::LeftButton);
+        QCOMPARE(dialog.windowCount(0), 7);
+        dialog.setDevices(services.detectDevices());
+        dialog.proxyMode()->setCurrentIndex(2);  // "This proxy:" with no URL: refused
+        dialog.accept();
+        QVERIFY(!dialog.issues().isEmpty());
+        dialog.showTab(3);
+        QCoreApplication::processEvents();
+        QCOMPARE(dialog.size(), before);
+    }
+
     // A label shows "&" only as a shortcut's underline: every label with one has a buddy.
     void noLiteralAmpersands() {
         ui::EngineBridge bridge(m_clock, m_zone);
@@ -185,7 +208,7 @@ class TestUiSettings : public QObject {
         ui::SettingsDialog dialog(ctx, original, nullptr);
         // Devices arrive from the thread pool: the unusable GPU is listed with its reason.
         QTRY_COMPARE(services.deviceCalls.load(), 1);
-        QTRY_VERIFY(dialog.deviceBox()->findData(QStringLiteral("cpu")) >= 0);
+        QTRY_VERIFY(dialog.deviceBox()->findData(QStringLiteral("cuda:0")) >= 0);
         const int gpu = dialog.deviceBox()->findData(QStringLiteral("cuda:0"));
         QVERIFY(gpu >= 0);
         QVERIFY(dialog.deviceBox()->itemText(gpu).contains(QStringLiteral("not usable")));
