@@ -1,7 +1,8 @@
 // The receipt view of the Contributions page, driven by objectName: a receipt signed by the
 // coordinator's key shows "verified", one altered after signing or checked without a
 // registration does not; "Export as JSON" writes the receipt, its signature and the verdict.
-// Receipts are signed here with a fresh Ed25519 key, as the coordinator signs them.
+// Receipts are signed here with a fresh Ed25519 key, as the coordinator signs them. With
+// TANDEM_SHOTS=<dir> it saves the dialog as receipt.png, to look at.
 #include "pages.hpp"
 #include "protocol.hpp"
 #include "receipt_dialog.hpp"
@@ -119,6 +120,8 @@ class TestUiReceipts : public QObject {
         auto* verified = dialog->findChild<QLabel*>(QStringLiteral("verified"));
         QVERIFY2(verified->text().startsWith(QStringLiteral("✔ Verified")),
                  qPrintable(verified->text()));
+        if (const QString dir = qEnvironmentVariable("TANDEM_SHOTS"); !dir.isEmpty())
+            dialog->grab().save(dir + QStringLiteral("/receipt.png"));
         QCOMPARE(dialog->findChild<QPlainTextEdit*>(QStringLiteral("signature"))->toPlainText(),
                  QString::fromStdString(m_signatureBase64));
         QVERIFY(dialog->findChild<QPlainTextEdit*>(QStringLiteral("receiptJson"))
