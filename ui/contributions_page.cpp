@@ -183,7 +183,7 @@ void ContributionsPage::refresh() {
     setEmpty(QString());
 
     const auto& t = *totals;
-    m_totals["units"]->setText(tr("%1 trained, %2 accepted, %3 waiting for a receipt")
+    m_totals["units"]->setText(tr("%L1 trained, %L2 accepted, %L3 waiting for a receipt")
                                    .arg(t.workUnitsTrained)
                                    .arg(t.workUnitsAccepted)
                                    .arg(t.workUnitsPending));

@@ -568,8 +568,8 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+6"/>
-        <source>%1 trained, %2 accepted, %3 waiting for a receipt</source>
-        <translation>%1 trainiert, %2 angenommen, %3 warten auf eine Quittung</translation>
+        <source>%L1 trained, %L2 accepted, %L3 waiting for a receipt</source>
+        <translation>%L1 trainiert, %L2 angenommen, %L3 warten auf eine Quittung</translation>
     </message>
     <message>
         <location line="+75"/>
