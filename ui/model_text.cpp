@@ -20,8 +20,8 @@ QString modelInWords(const ModelConfig& config) {
     else
         size = QCoreApplication::translate("tandem::ui::modelInWords", "%1 parameters")
                    .arg(loc.toString(qlonglong(p)));
-    return QCoreApplication::translate("tandem::ui::modelInWords", "%n-layer model", nullptr,
-                                       config.layers) +
+    return QCoreApplication::translate("tandem::ui::modelInWords", "%1-layer model")
+               .arg(config.layers) +
            QStringLiteral(", ") + size;
 }
 

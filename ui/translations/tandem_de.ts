@@ -2393,13 +2393,10 @@ Tandem fragt in einer Minute erneut.</translation>
         <source>%1 parameters</source>
         <translation>%1 Parameter</translation>
     </message>
-    <message numerus="yes">
+    <message>
         <location line="+2"/>
-        <source>%n-layer model</source>
-        <translation>
-            <numerusform>Modell mit %n Schicht</numerusform>
-            <numerusform>Modell mit %n Schichten</numerusform>
-        </translation>
+        <source>%1-layer model</source>
+        <translation>%1-schichtiges Modell</translation>
     </message>
 </context>
 </TS>
