@@ -40,6 +40,8 @@ ReceiptDialog::ReceiptDialog(const core::Receipt& receipt,
     setObjectName(QStringLiteral("receiptDialog"));
     setWindowTitle(tr("Receipt for work unit %1").arg(QString::fromStdString(receipt.workUnitId)));
     auto* layout = new QVBoxLayout(this);
+    // Wide enough for the 88 characters of a signature on two lines.
+    setMinimumWidth(fontMetrics().averageCharWidth() * 64);
 
     m_verified = new QLabel(this);
     m_verified->setObjectName(QStringLiteral("verified"));
@@ -84,11 +86,11 @@ ReceiptDialog::ReceiptDialog(const core::Receipt& receipt,
 
     layout->addWidget(new QLabel(tr("Signature of the coordinator (Ed25519, base64):"), this));
     layout->addWidget(readOnlyText(QStringLiteral("signature"),
-                                   QString::fromStdString(m_check.signatureBase64), 2, this));
+                                   QString::fromStdString(m_check.signatureBase64), 3, this));
     if (!m_check.keyBase64.empty()) {
         layout->addWidget(new QLabel(tr("Checked against the coordinator key:"), this));
         layout->addWidget(readOnlyText(QStringLiteral("coordinatorKey"),
-                                       QString::fromStdString(m_check.keyBase64), 1, this));
+                                       QString::fromStdString(m_check.keyBase64), 2, this));
     }
     layout->addWidget(new QLabel(tr("The receipt as the coordinator sent it:"), this));
     const QJsonDocument doc = bodyJson(receipt);
