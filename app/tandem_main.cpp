@@ -291,6 +291,17 @@ int main(int argc, char** argv) {
     context.settings = &settings;
     context.settingsFile = settingsFile;
     context.prefs = &prefs;
+    context.dataDirectory = configDir;
+    // Start at login as now: the same data directory (also when it came from the environment,
+    // which a login session lacks) and trust options.
+    if (!dataArg.isEmpty())
+        context.launchArguments << QStringLiteral("--data-dir")
+                                << QString::fromStdString(fs::absolute(configDir).string());
+    for (const QCommandLineOption* o :
+         {&commandLine.coordinator, &commandLine.pin, &commandLine.ca})
+        if (parser.isSet(*o))
+            context.launchArguments << QStringLiteral("--") + o->names().front()
+                                    << parser.value(*o);
     // Asked by the engine's thread; its reason is shown where "only when idle" is on.
     ui::DBusIdleSource idle;
     context.idleUnknownReason = [&idle] { return idle.unknownReason(); };
@@ -320,8 +331,8 @@ int main(int argc, char** argv) {
     EngineHost host(bridge, clock, zone, idle, configDir);
     auto startEngine = [&] {
         const QString error = host.start(settings);
-        window.setNotice(error.isEmpty() ? QString()
-                                         : QObject::tr("Tandem cannot start: %1").arg(error));
+        window.setStartError(error.isEmpty() ? QString()
+                                             : QObject::tr("Tandem cannot start: %1").arg(error));
         window.refresh();
         tray.update();
     };

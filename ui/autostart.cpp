@@ -7,6 +7,8 @@
 #include <QSaveFile>
 #include <QStandardPaths>
 
+#include <algorithm>
+
 namespace tandem::ui::autostart {
 
 namespace {
@@ -15,6 +17,28 @@ QString tr(const char* text) {
     return QCoreApplication::translate("tandem::ui::autostart", text);
 }
 }  // namespace
+
+QString execArgument(const QString& argument) {
+    QString out = argument;
+    out.replace(QLatin1Char('%'), QStringLiteral("%%"));
+    static const QString kReserved = QStringLiteral(" \t\n\"'\\><~|&;$*?#()`");
+    const bool quote = out.isEmpty() || std::any_of(out.begin(), out.end(),
+                                                    [](QChar c) { return kReserved.contains(c); });
+    if (!quote)
+        return out;
+    QString quoted;
+    for (const QChar c : out) {
+        // Inside quotes '"', '`', '$' and '\' take a backslash; the desktop file's own string
+        // escaping doubles every backslash once more.
+        if (c == QLatin1Char('\\'))
+            quoted += QStringLiteral("\\\\\\\\");
+        else if (c == QLatin1Char('"') || c == QLatin1Char('`') || c == QLatin1Char('$'))
+            quoted += QStringLiteral("\\\\") + c;
+        else
+            quoted += c;
+    }
+    return QLatin1Char('"') + quoted + QLatin1Char('"');
+}
 
 #if defined(Q_OS_LINUX) || defined(Q_OS_FREEBSD)
 
@@ -41,7 +65,7 @@ bool enabled() {
     return !text.contains("Hidden=true") && !text.contains("X-GNOME-Autostart-enabled=false");
 }
 
-bool setEnabled(bool on, const QString& program, QString* error) {
+bool setEnabled(bool on, const QString& program, const QStringList& arguments, QString* error) {
     const QString path = entryPath();
     if (!on) {
         if (QFile::exists(path) && !QFile::remove(path)) {
@@ -56,9 +80,9 @@ bool setEnabled(bool on, const QString& program, QString* error) {
             *error = tr("Cannot create the folder %1.").arg(QFileInfo(path).absolutePath());
         return false;
     }
-    QString exec = program;
-    if (exec.contains(QLatin1Char(' ')))
-        exec = QLatin1Char('"') + exec + QLatin1Char('"');
+    QStringList exec{execArgument(program)};
+    for (const QString& a : arguments)
+        exec << execArgument(a);
     const QString text = QStringLiteral(
                              "[Desktop Entry]\n"
                              "Type=Application\n"
@@ -69,7 +93,7 @@ bool setEnabled(bool on, const QString& program, QString* error) {
                              "Terminal=false\n"
                              "NoDisplay=true\n"
                              "X-GNOME-Autostart-enabled=true\n")
-                             .arg(exec);
+                             .arg(exec.join(QLatin1Char(' ')));
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly) || f.write(text.toUtf8()) < 0 || !f.commit()) {
         if (error)
@@ -99,7 +123,7 @@ QString entryPath() {
 bool enabled() {
     return false;
 }
-bool setEnabled(bool, const QString&, QString* error) {
+bool setEnabled(bool, const QString&, const QStringList&, QString* error) {
     if (error)
         *error = unsupportedReason();
     return false;

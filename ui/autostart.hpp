@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 
 namespace tandem::ui::autostart {
 
@@ -13,7 +14,11 @@ QString unsupportedReason();  // empty where supported
 // The autostart entry's path (Linux).
 QString entryPath();
 bool enabled();
-// Writes or removes the entry. program: the executable to start (with --background).
-bool setEnabled(bool on, const QString& program, QString* error);
+// Writes or removes the entry. program: the executable to start, with arguments (the options
+// it runs with now, --data-dir first of all) and --background.
+bool setEnabled(bool on, const QString& program, const QStringList& arguments, QString* error);
+// One argument as the Exec key of a desktop entry needs it: quoted where it holds a space or
+// another reserved character, '%' doubled (Desktop Entry Specification, "The Exec key").
+QString execArgument(const QString& argument);
 
 }  // namespace tandem::ui::autostart

@@ -1,7 +1,10 @@
 #include "async.hpp"
+#include "chart_axes.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
+#include "receipt_dialog.hpp"
 #include "state_view.hpp"
+#include "unit_files.hpp"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -16,6 +19,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
+#include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -44,12 +48,22 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
         auto* value = new QLabel(totalsBox);
         value->setObjectName(QStringLiteral("total_") + QLatin1String(key));
         value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        value->setWordWrap(true);  // never wider than a narrow window
         name->setBuddy(value);
         grid->addWidget(name, r / 2, (r % 2) * 2);
         grid->addWidget(value, r / 2, (r % 2) * 2 + 1);
         m_totals[QLatin1String(key)] = value;
         ++r;
     }
+    // What credit is, where it is shown.
+    const QString creditMeaning =
+        tr("Credit: one for each token your accepted work units trained. The leaderboard ranks "
+           "donors by it; it is not money.");
+    m_totals["credit"]->setToolTip(creditMeaning);
+    auto* creditNote = new QLabel(creditMeaning, totalsBox);
+    creditNote->setObjectName(QStringLiteral("creditNote"));
+    creditNote->setWordWrap(true);
+    grid->addWidget(creditNote, (r + 1) / 2, 0, 1, 4);
     top->addWidget(totalsBox, 1);
     auto* rankBox = new QGroupBox(tr("Leaderboard"), content);
     auto* rankLayout = new QVBoxLayout(rankBox);
@@ -97,6 +111,7 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
     m_chart->addAxis(m_axisX, Qt::AlignBottom);
     m_chart->addAxis(m_axisY, Qt::AlignLeft);
     m_series->attachAxis(m_axisX);
+    keepCategoryLabelsWhole(m_chart, m_axisX);
     m_series->attachAxis(m_axisY);
     m_chart->legend()->hide();
     layout->addWidget(m_view, 1);
@@ -108,6 +123,25 @@ ContributionsPage::ContributionsPage(const UiContext& context, QWidget* parent)
         content);
     m_table->setAlternatingRowColors(true);
     layout->addWidget(m_table, 1);
+    auto* receiptRow = new QHBoxLayout();
+    m_showReceipt = new QPushButton(tr("&Receipt…"), content);
+    m_showReceipt->setObjectName(QStringLiteral("showReceipt"));
+    m_showReceipt->setToolTip(
+        tr("The chosen unit's receipt: its signature, checked against the coordinator's key"));
+    m_showReceipt->setEnabled(false);
+    receiptRow->addStretch(1);
+    receiptRow->addWidget(m_showReceipt);
+    layout->addLayout(receiptRow);
+    auto receiptOfCurrentRow = [this] {
+        const int row = m_table->currentRow();
+        return row >= 0 && size_t(row) < m_receipts.size() && m_receipts[size_t(row)];
+    };
+    connect(m_table, &QTableWidget::currentCellChanged, this,
+            [this, receiptOfCurrentRow] { m_showReceipt->setEnabled(receiptOfCurrentRow()); });
+    connect(m_showReceipt, &QPushButton::clicked, this,
+            [this] { openReceipt(m_table->currentRow()); });
+    connect(m_table, &QTableWidget::cellDoubleClicked, this,
+            [this](int row, int) { openReceipt(row); });
     setContent(content);
 }
 
@@ -149,7 +183,7 @@ void ContributionsPage::refresh() {
     setEmpty(QString());
 
     const auto& t = *totals;
-    m_totals["units"]->setText(tr("%1 trained, %2 accepted, %3 waiting for a receipt")
+    m_totals["units"]->setText(tr("%L1 trained, %L2 accepted, %L3 waiting for a receipt")
                                    .arg(t.workUnitsTrained)
                                    .arg(t.workUnitsAccepted)
                                    .arg(t.workUnitsPending));
@@ -208,6 +242,7 @@ void ContributionsPage::refresh() {
         return unitEndText(transitions->back().detail);
     };
     m_table->setRowCount(static_cast<int>(units->size()));
+    m_receipts.clear();
     int row = 0;
     for (const auto& w : *units) {
         const auto& u = w.unit;
@@ -218,6 +253,7 @@ void ContributionsPage::refresh() {
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             m_table->setItem(row, col, item);
         };
+        m_receipts.push_back(w.receipt);
         set(0, QString::fromStdString(u.id));
         set(1, u.trainedAtMs ? formatDateTime(*u.trainedAtMs, zone()) : QStringLiteral("–"));
         // A unit stopped early (paused, quitting) sent a partial result.
@@ -247,6 +283,25 @@ void ContributionsPage::refresh() {
         ++row;
     }
     m_table->resizeColumnsToContents();
+}
+
+ReceiptDialog* ContributionsPage::openReceipt(int row) {
+    if (row < 0 || size_t(row) >= m_receipts.size() || !m_receipts[size_t(row)])
+        return nullptr;
+    // registration.json lies where the engine keeps its work (core::DataDir).
+    std::filesystem::path dir = m_ctx.dataDirectory;
+    if (m_ctx.settings && !m_ctx.settings->dataDirectory.empty())
+        dir = m_ctx.settings->dataDirectory;
+    // The table's rows carry receipts without their signature and body: read it whole.
+    core::Ledger* ledger = m_ctx.bridge->ledger();
+    auto full = ledger ? ledger->receipt(m_receipts[size_t(row)]->workUnitId)
+                       : tandem::Expected<std::optional<core::Receipt>>(std::nullopt);
+    if (!full || !*full)
+        return nullptr;
+    auto* dialog = new ReceiptDialog(**full, core::DataDir(dir).registrationFile(), zone(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
+    return dialog;
 }
 
 void ContributionsPage::showEvent(QShowEvent* event) {

@@ -1,5 +1,7 @@
 #include "cost_text.hpp"
 
+#include "model_text.hpp"
+
 #include "state_view.hpp"
 #include "ui_prefs.hpp"
 
@@ -47,8 +49,10 @@ QString CostText::describe(const CostFacts& f) {
                   "yet. Set limits below if your connection is metered.")
             .arg(run.error.isEmpty() ? tr("the coordinator did not answer")
                                      : run.error.toHtmlEscaped());
-    QString text = tr("The run trains a model of %1 parameters (%2).")
-                       .arg(formatTokens(run.parameterCount), run.model.toHtmlEscaped());
+    QString text = tr("The run trains a %1.")
+                       .arg((run.modelConfig.layers > 0 ? modelInWords(run.modelConfig)
+                                                        : modelInWords(run.model))
+                                .toHtmlEscaped());
     if (run.unitMemoryCpuBytes > 0)
         text += QStringLiteral(" ") +
                 tr("Training a unit needs about <b>%1</b> of memory on a CPU, or %2 of GPU memory "

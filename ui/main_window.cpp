@@ -16,6 +16,7 @@
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -125,12 +126,37 @@ MainWindow::MainWindow(const UiContext& context, AppActions* actions, QWidget* p
         if (!geometry.isEmpty())
             restoreGeometry(geometry);
     }
+    fitToScreen();
     m_nav->setCurrentRow(0);
     refresh();
 }
 
+void MainWindow::fitToScreen() {
+    const QScreen* s = screen();
+    if (!s)
+        return;
+    const QRect available = s->availableGeometry();
+    // The window manager's frame (title bar, borders) comes on top; before it is known, room
+    // for a usual one.
+    QSize frame = frameGeometry().size() - geometry().size();
+    if (frame.isEmpty())
+        frame = QSize(16, 48);
+    const QSize most = (available.size() - frame).expandedTo(minimumSizeHint());
+    if (width() > most.width() || height() > most.height())
+        resize(size().boundedTo(most));
+    QRect wanted = frameGeometry();
+    if (!available.contains(wanted)) {
+        wanted.moveRight(std::min(wanted.right(), available.right()));
+        wanted.moveBottom(std::min(wanted.bottom(), available.bottom()));
+        wanted.moveLeft(std::max(wanted.left(), available.left()));
+        wanted.moveTop(std::max(wanted.top(), available.top()));
+        move(wanted.topLeft());
+    }
+}
+
 void MainWindow::showEvent(QShowEvent* event) {
     QMainWindow::showEvent(event);
+    fitToScreen();
     page(currentPage())->refresh();
 }
 
@@ -166,7 +192,21 @@ QString MainWindow::statusText() const {
 }
 
 void MainWindow::setNotice(const QString& text) {
-    overviewPage()->setNotice(text);
+    m_notice = text;
+    showNotices();
+}
+
+void MainWindow::setStartError(const QString& text) {
+    m_startError = text;
+    showNotices();
+}
+
+void MainWindow::showNotices() {
+    QStringList shown;
+    for (const QString& text : {m_startError, m_notice})
+        if (!text.isEmpty())
+            shown << text;
+    overviewPage()->setNotice(shown.join(QStringLiteral("\n\n")));
 }
 
 void MainWindow::refresh() {
@@ -175,7 +215,9 @@ void MainWindow::refresh() {
     m_stateIcon->setPixmap(stateIcon(v.kind).pixmap(16, 16));
     m_stateText->setFullText(v.detail.isEmpty() ? v.headline
                                                 : v.headline + QStringLiteral(" · ") + v.detail);
-    setWindowTitle(tr("Tandem – %1").arg(elideChars(v.headline, kTooltipChars)));
+    // The name last: Qt appends the application's display name to a title that does not end
+    // with it ("Tandem – Working — Tandem").
+    setWindowTitle(tr("%1 – Tandem").arg(elideChars(v.headline, kTooltipChars)));
     // The overview is cheap and carries the state; the others only when visible.
     overviewPage()->refresh();
     if (currentPage() != Overview && isVisible())

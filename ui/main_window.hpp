@@ -47,7 +47,10 @@ class MainWindow final : public QMainWindow {
 
     // With a tray, closing hides the window; without one it minimises (Tandem keeps working).
     void setCloseToTray(bool on) { m_closeToTray = on; }
-    void setNotice(const QString& text);  // shown on the Overview page
+    // Shown on the Overview page, each until replaced: a notice about the desktop (no system
+    // tray) and why the engine cannot start (empty once it starts); one never hides the other.
+    void setNotice(const QString& text);
+    void setStartError(const QString& text);
     // Shows, un-minimises and raises the window (a second launch, the tray's Open).
     void bringToFront();
 
@@ -66,6 +69,10 @@ class MainWindow final : public QMainWindow {
     void showEvent(QShowEvent* event) override;
 
   private:
+    void showNotices();
+    QString m_notice, m_startError;
+    // Never larger than the screen's available area (a 2x screen is 960 x 540 wide and high).
+    void fitToScreen();
     UiContext m_ctx;
     AppActions* m_actions;
     QListWidget* m_nav;

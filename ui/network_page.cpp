@@ -1,4 +1,5 @@
 #include "async.hpp"
+#include "chart_axes.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
@@ -68,9 +69,9 @@ NetworkPage::NetworkPage(const UiContext& context, QWidget* parent) : Page(conte
     top->addWidget(todayBox, 1);
     layout->addLayout(top);
 
+    layout->addWidget(makeChartTitle(tr("Data per day (MB), last %1 days").arg(kDays), content));
     auto* view = makeChartView(tr("Data sent and received per day"), content);
     m_chart = view->chart();
-    m_chart->setTitle(tr("Data per day (MB), last %1 days").arg(kDays));
     m_series = new QBarSeries();
     m_up = new QBarSet(tr("sent"));
     m_down = new QBarSet(tr("received"));
@@ -83,6 +84,7 @@ NetworkPage::NetworkPage(const UiContext& context, QWidget* parent) : Page(conte
     m_chart->addAxis(m_axisX, Qt::AlignBottom);
     m_chart->addAxis(m_axisY, Qt::AlignLeft);
     m_series->attachAxis(m_axisX);
+    keepCategoryLabelsWhole(m_chart, m_axisX);
     m_series->attachAxis(m_axisY);
     layout->addWidget(view, 1);
 

@@ -2,6 +2,7 @@
 #include "cost_text.hpp"
 #include "eliding_label.hpp"
 #include "engine_bridge.hpp"
+#include "model_text.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 
@@ -203,7 +204,7 @@ void OverviewPage::refresh() {
                             .arg(QString::fromStdString(c.id))
                             .arg(c.runId)
                             .arg(c.baseVersion)
-                            .arg(QString::fromStdString(c.model)));
+                            .arg(modelInWords(QString::fromStdString(c.model))));
         if (s.state == core::EngineState::Downloading && c.downloadBytesTotal > 0) {
             m_progress->setRange(0, 1000);
             m_progress->setValue(
@@ -255,6 +256,9 @@ void OverviewPage::refresh() {
                                        : tr("%1 results waiting to upload").arg(s.pendingUploads));
     m_next->setText(next.isEmpty() ? QStringLiteral("–") : next);
     const auto& t = s.totals;
+    m_totals->setToolTip(
+        tr("Credit: one for each token your accepted work units trained. The "
+           "leaderboard ranks donors by it; it is not money."));
     m_totals->setText(tr("work units: %1, tokens: %2, credit: %3")
                           .arg(t.workUnitsTrained)
                           .arg(formatTokens(t.tokens), QLocale().toString(t.credit, 'f', 1)));

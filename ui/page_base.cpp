@@ -1,3 +1,4 @@
+#include "chart_axes.hpp"
 #include "engine_bridge.hpp"
 #include "pages.hpp"
 
@@ -7,6 +8,8 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPalette>
+#include <QScatterSeries>
+#include <QScrollArea>
 #include <QStackedWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -31,8 +34,15 @@ Page::Page(const UiContext& context, QWidget* parent) : QWidget(parent), m_ctx(c
 }
 
 void Page::setContent(QWidget* content) {
-    m_stack->addWidget(content);
-    m_stack->setCurrentWidget(content);
+    // Scrolls where the window is smaller than the page needs (a 2x screen, a large font)
+    // rather than squeezing charts until their labels are cut off or overlap.
+    auto* scroll = new QScrollArea(m_stack);
+    scroll->setObjectName(QStringLiteral("pageScroll"));
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidgetResizable(true);
+    scroll->setWidget(content);
+    m_stack->addWidget(scroll);
+    m_stack->setCurrentWidget(scroll);
 }
 
 void Page::setEmpty(const QString& text) {
@@ -79,6 +89,11 @@ class PaletteChartView final : public QChartView {
         chart()->setBackgroundBrush(p.brush(QPalette::Base));
         chart()->setTitleBrush(p.brush(QPalette::Text));
         chart()->legend()->setLabelColor(p.color(QPalette::Text));
+        // A theme gives scatter marks a light border; on small marks that border is all one
+        // sees, and the legend shows the fill: marks in one colour, as in the legend.
+        for (QAbstractSeries* s : chart()->series())
+            if (auto* scatter = qobject_cast<QScatterSeries*>(s))
+                scatter->setBorderColor(scatter->color());
     }
 
   public:
@@ -102,16 +117,29 @@ QTableWidget* makeRecordTable(const QString& objectName, const QString& accessib
     return table;
 }
 
+QLabel* makeChartTitle(const QString& text, QWidget* parent) {
+    auto* label = new QLabel(text, parent);
+    label->setObjectName(QStringLiteral("chartTitle"));
+    label->setWordWrap(true);
+    label->setAlignment(Qt::AlignHCenter);
+    QFont f = label->font();
+    f.setBold(true);
+    label->setFont(f);
+    return label;
+}
+
 QChartView* makeChartView(const QString& accessibleName, QWidget* parent) {
     auto* view = new PaletteChartView(parent);
     auto* chart = new QChart();
     chart->setAnimationOptions(QChart::NoAnimation);
     chart->legend()->setAlignment(Qt::AlignBottom);
     chart->setMargins(QMargins(4, 4, 4, 4));
+    localizeChart(chart);
     view->setChartFollowing(chart);
     view->setRenderHint(QPainter::Antialiasing);
     view->setAccessibleName(accessibleName);
-    view->setMinimumHeight(220);
+    // Room for a plot besides the title, axis labels and legend, in the font's own size.
+    view->setMinimumHeight(view->fontMetrics().height() * 15);
     return view;
 }
 

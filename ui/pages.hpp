@@ -3,6 +3,7 @@
 // timer) and explains itself when there is nothing to show yet.
 #pragma once
 
+#include "ledger.hpp"
 #include "services.hpp"
 #include "state_view.hpp"
 #include "ui_context.hpp"
@@ -10,6 +11,8 @@
 #include <QWidget>
 
 #include <map>
+#include <optional>
+#include <vector>
 
 class QAction;
 class QBarSeries;
@@ -35,6 +38,7 @@ class QValueAxis;
 namespace tandem::ui {
 
 class ElidingLabel;
+class ReceiptDialog;
 
 class Page : public QWidget {
     Q_OBJECT
@@ -55,6 +59,9 @@ class Page : public QWidget {
     QStackedWidget* m_stack = nullptr;
     QLabel* m_empty = nullptr;
 };
+
+// A chart's title above it, wrapped on a narrow window (QChart cuts a long title to "...").
+QLabel* makeChartTitle(const QString& text, QWidget* parent);
 
 // Makes a chart view that follows the palette (light or dark) and has an accessible name.
 QChartView* makeChartView(const QString& accessibleName, QWidget* parent);
@@ -124,6 +131,9 @@ class ContributionsPage final : public Page {
     void showStanding(const StandingInfo& info);
     QLabel* rankLabel() const { return m_rank; }
     QLabel* teamRankLabel() const { return m_teamRank; }
+    // The receipt of the table's row in detail (also on a double-click and with "Receipt…");
+    // null when that unit has none. The dialog is the page's child and deletes itself on close.
+    ReceiptDialog* openReceipt(int row);
 
   protected:
     void showEvent(QShowEvent* event) override;
@@ -144,6 +154,8 @@ class ContributionsPage final : public Page {
     QBarCategoryAxis* m_axisX;
     QValueAxis* m_axisY;
     QTableWidget* m_table;
+    QPushButton* m_showReceipt;
+    std::vector<std::optional<core::Receipt>> m_receipts;  // per table row, without the body
     std::map<QString, QLabel*> m_totals;
 };
 
@@ -177,27 +189,47 @@ class PerformancePage final : public Page {
 class RunPage final : public Page {
     Q_OBJECT
   public:
+    // Which rounds the chart shows; dragging across the chart zooms in further.
+    enum class Rounds { All = 0, Last1000 = 1, Last100 = 2 };
+    // The loss line keeps at most 2 * kLineBuckets points (min/max per bucket) however long
+    // the run; the marks of this computer's rounds at most one per 1/(2 * kLineBuckets) width.
+    static constexpr int kLineBuckets = 400;
+
     RunPage(const UiContext& context, QWidget* parent);
     void refresh() override;  // asks the coordinator (at most once a minute unless forced)
     void reload();            // asks now
     void showRun(const RunInfo& info);  // what the coordinator answered
+    void showRounds(Rounds rounds);
     QLineSeries* lossSeries() const { return m_loss; }
+    // This computer's rounds: marks in a strip along the bottom of the chart.
     QScatterSeries* mineSeries() const { return m_mine; }
+    QValueAxis* roundAxis() const { return m_axisX; }
+    QValueAxis* lossAxis() const { return m_axisY; }
+    QChartView* chartView() const { return m_view; }
     QLabel* statusLabel() const { return m_status; }
     QLabel* sampleLabel() const { return m_sample; }
 
   private:
+    void showSample(const RunInfo& info);
+    void applyRounds();  // the chosen rounds, then redraw()
+    void redraw();       // the line and marks of the rounds on the axis, decimated
+    void updateTicks();
+
     QLabel* m_summary;
     QLabel* m_status;
     QGroupBox* m_sampleBox;
     QLabel* m_sample;
-    void showSample(const RunInfo& info);
     QPushButton* m_reload;
+    QComboBox* m_rounds;
+    QChartView* m_view;
     QChart* m_chart;
     QLineSeries* m_loss;
     QScatterSeries* m_mine;
     QValueAxis* m_axisX;
     QValueAxis* m_axisY;
+    QList<QPointF> m_history;     // every evaluated round: (round, loss), by round
+    QList<qreal> m_mineRounds;    // rounds with this computer's result, ascending
+    bool m_settingRange = false;  // applyRounds() moves the axis; zooming by hand redraws
     int64_t m_lastAskedMs = 0;
     bool m_asking = false;
 };

@@ -1,10 +1,13 @@
 #include "async.hpp"
+#include "chart_axes.hpp"
 #include "engine_bridge.hpp"
+#include "model_text.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 
 #include <QChart>
 #include <QChartView>
+#include <QComboBox>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -15,6 +18,7 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include <algorithm>
 #include <set>
 
 namespace tandem::ui {
@@ -39,20 +43,42 @@ RunPage::RunPage(const UiContext& context, QWidget* parent) : Page(context, pare
     m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
-    auto* view = makeChartView(tr("Global validation loss per round"), content);
-    m_chart = view->chart();
-    m_chart->setTitle(tr("Validation loss of the shared model, per round"));
+    auto* rangeRow = new QHBoxLayout();
+    auto* roundsLabel = new QLabel(tr("&Show:"), content);
+    m_rounds = new QComboBox(content);
+    m_rounds->setObjectName(QStringLiteral("rounds"));
+    m_rounds->addItems({tr("All rounds"), tr("The last %L1 rounds").arg(1000),
+                        tr("The last %L1 rounds").arg(100)});
+    m_rounds->setAccessibleName(tr("Rounds shown in the chart"));
+    roundsLabel->setBuddy(m_rounds);
+    connect(m_rounds, &QComboBox::currentIndexChanged, this, [this] { applyRounds(); });
+    rangeRow->addWidget(roundsLabel);
+    rangeRow->addWidget(m_rounds);
+    auto* zoomHint =
+        new QLabel(tr("Drag across the chart to zoom in, right-click to zoom out."), content);
+    zoomHint->setWordWrap(true);
+    rangeRow->addWidget(zoomHint, 1);
+    layout->addLayout(rangeRow);
+
+    layout->addWidget(
+        makeChartTitle(tr("Validation loss of the shared model, per round"), content));
+    m_view = makeChartView(tr("Global validation loss per round"), content);
+    m_view->setObjectName(QStringLiteral("lossChart"));
+    m_view->setRubberBand(QChartView::HorizontalRubberBand);
+    m_chart = m_view->chart();
     m_loss = new QLineSeries();
     m_loss->setName(tr("validation loss"));
-    m_loss->setPointsVisible(true);  // a run with one evaluated round still shows it
     m_mine = new QScatterSeries();
-    m_mine->setName(tr("rounds with your contribution"));
-    m_mine->setMarkerSize(10);
+    m_mine->setName(tr("your contributions"));
+    m_mine->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    m_mine->setMarkerSize(6);
     m_chart->addSeries(m_loss);
     m_chart->addSeries(m_mine);
+    m_mine->setBorderColor(m_mine->color());  // the theme's colour, as in the legend
     m_axisX = new QValueAxis();
     m_axisX->setTitleText(tr("round"));
-    m_axisX->setLabelFormat(QStringLiteral("%d"));
+    // "%.0f": with localized numbers, Qt 6.4 draws no labels for "%d".
+    m_axisX->setLabelFormat(QStringLiteral("%.0f"));
     m_axisY = new QValueAxis();
     m_axisY->setTitleText(tr("loss"));
     m_axisY->setLabelFormat(QStringLiteral("%.2f"));
@@ -63,7 +89,13 @@ RunPage::RunPage(const UiContext& context, QWidget* parent) : Page(context, pare
         s->attachAxis(m_axisY);
     }
     m_chart->legend()->show();
-    layout->addWidget(view, 1);
+    // Zooming by hand (rubber band, right-click) redraws the rounds in view at full detail.
+    connect(m_axisX, &QValueAxis::rangeChanged, this, [this] {
+        if (!m_settingRange)
+            redraw();
+    });
+    connect(m_chart, &QChart::plotAreaChanged, this, [this] { updateTicks(); });
+    layout->addWidget(m_view, 1);
 
     // The prompt in bold, then the model's continuation; wraps anywhere and never widens the
     // window (a continuation may be one long word).
@@ -146,12 +178,14 @@ void RunPage::showRun(const RunInfo& info) {
     }
     const QLocale loc;
     m_status->setText(QString());
-    QString summary = tr("Run %1, round %2 open. Workers active: %3. Tokens trained in all: %4. "
-                         "Model: %5.")
+    QString summary = tr("Run %1, round %L2 open. Workers active: %L3. Tokens trained in all: "
+                         "%4. Model: %5.")
                           .arg(info.runId)
                           .arg(info.round)
                           .arg(info.activeWorkers)
-                          .arg(formatTokens(info.totalTokens), info.model);
+                          .arg(formatTokens(info.totalTokens), info.modelConfig.layers > 0
+                                                                   ? modelInWords(info.modelConfig)
+                                                                   : modelInWords(info.model));
     if (!info.latestExportPath.isEmpty())
         summary += QLatin1Char(' ') + tr("Latest export of the model: %1 (%2, version %3).")
                                           .arg(info.latestExportPath, info.latestExportFormat)
@@ -169,38 +203,111 @@ void RunPage::showRun(const RunInfo& info) {
                     mine.insert(r.receipt->roundApplied);
         }
     }
-    QList<QPointF> loss, marked;
-    double lo = 1e300, hi = -1e300;
+    m_history.clear();
+    m_mineRounds.clear();
     for (const auto& r : info.history) {
         if (!r.valLoss)
             continue;
-        const QPointF p(static_cast<qreal>(r.round), *r.valLoss);
-        loss << p;
+        m_history << QPointF(static_cast<qreal>(r.round), *r.valLoss);
         if (mine.count(r.round))
-            marked << p;
-        lo = std::min(lo, *r.valLoss);
-        hi = std::max(hi, *r.valLoss);
+            m_mineRounds << static_cast<qreal>(r.round);
     }
-    m_loss->replace(loss);
-    m_mine->replace(marked);
-    if (loss.isEmpty()) {
+    std::sort(m_history.begin(), m_history.end(),
+              [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); });
+    std::sort(m_mineRounds.begin(), m_mineRounds.end());
+    if (m_history.isEmpty()) {
+        m_loss->clear();
+        m_mine->clear();
         setEmpty(tr("The run has no evaluated round yet (round %1 is open). The loss curve "
                     "appears once the coordinator has closed and evaluated the first round.")
                      .arg(info.round));
         return;
     }
     setEmpty(QString());
-    m_axisX->setRange(loss.front().x(), std::max(loss.back().x(), loss.front().x() + 1));
-    m_axisX->setTickCount(std::min<int>(11, std::max<int>(2, static_cast<int>(loss.size()))));
-    const double pad = std::max(0.05, (hi - lo) * 0.1);
-    m_axisY->setRange(std::max(0.0, lo - pad), hi + pad);
-    m_axisY->applyNiceNumbers();
-    if (marked.isEmpty())
+    applyRounds();
+    if (m_mineRounds.isEmpty())
         m_status->setText(tr("None of these rounds has a result from this computer yet."));
     else
-        m_status->setText(tr("Rounds with a contribution from this computer: %1 of %2.")
-                              .arg(marked.size())
-                              .arg(loss.size()));
+        m_status->setText(tr("Rounds with a contribution from this computer: %L1 of %L2.")
+                              .arg(m_mineRounds.size())
+                              .arg(m_history.size()));
+}
+
+void RunPage::showRounds(Rounds rounds) {
+    m_rounds->setCurrentIndex(static_cast<int>(rounds));
+}
+
+void RunPage::applyRounds() {
+    if (m_history.isEmpty())
+        return;
+    const qreal first = m_history.front().x(), last = m_history.back().x();
+    qreal from = first;
+    switch (static_cast<Rounds>(m_rounds->currentIndex())) {
+        case Rounds::All:
+            break;
+        case Rounds::Last1000:
+            from = std::max(first, last - 999);
+            break;
+        case Rounds::Last100:
+            from = std::max(first, last - 99);
+            break;
+    }
+    const qreal to = std::max(last, from + 1);
+    setRegularTicks(m_axisX, m_chart->locale(), m_chart->plotArea().width(), from, to, 1);
+    m_settingRange = true;
+    m_axisX->setRange(from, to);
+    m_settingRange = false;
+    redraw();
+}
+
+void RunPage::redraw() {
+    if (m_history.isEmpty())
+        return;
+    const qreal lo = m_axisX->min(), hi = m_axisX->max();
+    auto byX = [](const QPointF& p, qreal x) { return p.x() < x; };
+    // The rounds in view, and one on either side so the line runs to the edges.
+    auto begin = std::lower_bound(m_history.cbegin(), m_history.cend(), lo, byX);
+    auto end = std::upper_bound(m_history.cbegin(), m_history.cend(), hi,
+                                [](qreal x, const QPointF& p) { return x < p.x(); });
+    double yLo = 1e300, yHi = -1e300;
+    for (auto it = begin; it != end; ++it) {
+        yLo = std::min(yLo, it->y());
+        yHi = std::max(yHi, it->y());
+    }
+    const qsizetype inView = end - begin;
+    if (begin != m_history.cbegin())
+        --begin;
+    if (end != m_history.cend())
+        ++end;
+    const QList<QPointF> visible(begin, end);
+    if (inView == 0)
+        for (const QPointF& p : visible) {
+            yLo = std::min(yLo, p.y());
+            yHi = std::max(yHi, p.y());
+        }
+    m_loss->replace(decimateMinMax(visible, kLineBuckets));
+    m_loss->setPointsVisible(inView <= 50);  // a run with one evaluated round still shows it
+    const double pad = std::max(0.05, (yHi - yLo) * 0.1);
+    m_axisY->setRange(std::max(0.0, yLo - pad), yHi + pad);
+    m_axisY->applyNiceNumbers();
+
+    // This computer's rounds as marks in a strip along the bottom, one per slot of the width.
+    const qreal stripY = m_axisY->min() + (m_axisY->max() - m_axisY->min()) * 0.02;
+    const qreal slot = (hi - lo) / (2 * kLineBuckets);
+    QList<QPointF> marks;
+    auto mark = std::lower_bound(m_mineRounds.cbegin(), m_mineRounds.cend(), lo);
+    for (; mark != m_mineRounds.cend() && *mark <= hi; ++mark)
+        if (marks.isEmpty() || *mark - marks.back().x() >= slot)
+            marks << QPointF(*mark, stripY);
+    m_mine->replace(marks);
+    updateTicks();
+}
+
+void RunPage::updateTicks() {
+    if (m_history.isEmpty())
+        return;
+    setRegularTicks(m_axisX, m_chart->locale(), m_chart->plotArea().width(), m_axisX->min(),
+                    m_axisX->max(), 1);
 }
 
 }  // namespace tandem::ui

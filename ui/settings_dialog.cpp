@@ -17,6 +17,8 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTimeEdit>
@@ -133,6 +135,15 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     auto* layout = new QVBoxLayout(this);
     m_tabs = new QTabWidget(this);
     layout->addWidget(m_tabs);
+    // Each page scrolls inside a dialog of one size: more time windows, the device note or the
+    // list of problems never make it jump or grow past the screen.
+    auto addPage = [this](QWidget* page, const QString& title) {
+        auto* scroll = new QScrollArea(m_tabs);
+        scroll->setWidgetResizable(true);
+        scroll->setFrameShape(QFrame::NoFrame);
+        scroll->setWidget(page);
+        m_tabs->addTab(scroll, title);
+    };
 
     // --- General ---
     auto* general = new QWidget(m_tabs);
@@ -159,7 +170,9 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     });
     dirRow->addWidget(m_dataDir, 1);
     dirRow->addWidget(browse);
-    gForm->addRow(tr("Data &directory:"), dirRow);
+    auto* dirLabel = new QLabel(tr("Data &directory:"), general);
+    dirLabel->setBuddy(m_dataDir);  // a row of a layout gets no buddy: the "&" would show
+    gForm->addRow(dirLabel, dirRow);
     m_autostart = new QCheckBox(tr("Start Tandem when I &log in"), general);
     m_autostart->setObjectName(QStringLiteral("startAtLogin"));
     gForm->addRow(QString(), m_autostart);
@@ -187,7 +200,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     m_team->setAccessibleName(tr("Team"));
     m_team->setToolTip(tr("Your work also counts for this team; 1 to 32 characters."));
     gForm->addRow(tr("&Team:"), m_team);
-    m_tabs->addTab(general, tr("&General"));
+    addPage(general, tr("&General"));
 
     // --- When to work ---
     auto* rules = new QWidget(m_tabs);
@@ -253,9 +266,9 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
             m_days[d].on->setChecked(true);
         });
         connect(day.on, &QCheckBox::toggled, this, [this, d](bool on) {
-            m_days[d].box->setEnabled(on);
             if (on && m_days[d].rows.empty())
                 addWindow(d, QTime(18, 0), QTime(8, 0));
+            enableDays();
         });
         grid->addWidget(day.on, d, 0, Qt::AlignTop);
         grid->addWidget(day.box, d, 1);
@@ -263,6 +276,8 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     }
     grid->setColumnStretch(3, 1);
     rLayout->addLayout(grid);
+    // The weekdays count only while "Only at these times" is on.
+    connect(m_useWindows, &QCheckBox::toggled, this, [this] { enableDays(); });
     auto* windowsNote = new QLabel(tr("A day may have several windows. The same from and to means "
                                       "the whole day; a \"to\" before the \"from\" runs past "
                                       "midnight."),
@@ -270,7 +285,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     windowsNote->setWordWrap(true);
     rLayout->addWidget(windowsNote);
     rLayout->addStretch(1);
-    m_tabs->addTab(rules, tr("&When to work"));
+    addPage(rules, tr("&When to work"));
 
     // --- Network ---
     auto* net = new QWidget(m_tabs);
@@ -299,7 +314,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
             [this](int i) { m_proxyUrl->setEnabled(i == 2); });
     nForm->addRow(tr("&Proxy:"), m_proxyMode);
     nForm->addRow(QString(), m_proxyUrl);
-    m_tabs->addTab(net, tr("&Network"));
+    addPage(net, tr("&Network"));
 
     // --- Coordinator ---
     auto* coord = new QWidget(m_tabs);
@@ -322,7 +337,7 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
                              coord);
     cNote->setWordWrap(true);
     cForm->addRow(cNote);
-    m_tabs->addTab(coord, tr("&Coordinator"));
+    addPage(coord, tr("&Coordinator"));
 
     m_errors = new QLabel(this);
     m_errors->setObjectName(QStringLiteral("errors"));
@@ -341,6 +356,15 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     load(current);
     DeviceReport none;
     setDevices(none);
+    // One size, from the largest page, within the screen.
+    QSize wanted(0, 0);
+    for (int i = 0; i < m_tabs->count(); ++i)
+        wanted =
+            wanted.expandedTo(static_cast<QScrollArea*>(m_tabs->widget(i))->widget()->sizeHint());
+    wanted += QSize(48, 140);  // the tab bar, buttons and margins
+    if (const QScreen* screen = this->screen())
+        wanted = wanted.boundedTo(screen->availableGeometry().size() * 0.9);
+    resize(wanted);
     if (m_ctx.services) {
         Services* services = m_ctx.services;
         runAsync<DeviceReport>(
@@ -379,7 +403,9 @@ void SettingsDialog::setDevices(const DeviceReport& report) {
 }
 
 void SettingsDialog::load(const core::Settings& s) {
-    m_dataDir->setText(QString::fromStdString(s.dataDirectory));
+    // The directory in use: the settings' own, else the one the app runs from.
+    m_dataDir->setText(QString::fromStdString(s.dataDirectory.empty() ? m_ctx.dataDirectory.string()
+                                                                      : s.dataDirectory));
     m_displayName->setText(QString::fromStdString(s.displayName));
     m_team->setText(QString::fromStdString(s.team));
     m_autostart->setChecked(autostart::supported() ? (s.startAtLogin || autostart::enabled())
@@ -402,8 +428,8 @@ void SettingsDialog::load(const core::Settings& s) {
         if (!on)  // an unused day offers the usual evening window once checked
             addWindow(d, QTime(18, 0), QTime(8, 0));
         m_days[d].on->setChecked(on);
-        m_days[d].box->setEnabled(on);
     }
+    enableDays();
     m_upCap->setValue(static_cast<double>(r.dailyUploadCapBytes) / kGb);
     m_downCap->setValue(static_cast<double>(r.dailyDownloadCapBytes) / kGb);
     m_upRate->setValue(static_cast<double>(s.uploadLimitBytesPerSecond) / kMbit);
@@ -435,6 +461,9 @@ core::Settings SettingsDialog::settings() const {
     const QString device = m_device->currentData().toString();
     s.device = device.isEmpty() ? m_original.device : device.toStdString();
     s.dataDirectory = m_dataDir->text().trimmed().toStdString();
+    // Unchanged from the directory the app runs from: still "that one", not a setting of its own.
+    if (m_original.dataDirectory.empty() && s.dataDirectory == m_ctx.dataDirectory.string())
+        s.dataDirectory.clear();
     s.startAtLogin = m_autostart->isChecked();
     s.displayName = m_displayName->text().trimmed().toStdString();
     s.team = m_team->text().trimmed().toStdString();
@@ -467,6 +496,15 @@ core::Settings SettingsDialog::settings() const {
     s.pinnedPublicKey = m_pin->text().trimmed().toStdString();
     s.caFile = m_caFile->text().trimmed().toStdString();
     return s;
+}
+
+void SettingsDialog::enableDays() {
+    const bool useWindows = m_useWindows->isChecked();
+    for (Day& day : m_days) {
+        day.on->setEnabled(useWindows);
+        day.add->setEnabled(useWindows);
+        day.box->setEnabled(useWindows && day.on->isChecked());
+    }
 }
 
 void SettingsDialog::addWindow(int weekday, QTime from, QTime to) {
@@ -552,9 +590,11 @@ void SettingsDialog::accept() {
             m_issues << tr("The settings could not be saved: %1")
                             .arg(QString::fromStdString(st.error().message));
     }
-    if (m_issues.isEmpty() && autostart::supported() && s.startAtLogin != autostart::enabled()) {
+    // Written whenever on, so the entry starts the app with the options it runs with now.
+    if (m_issues.isEmpty() && autostart::supported() && (s.startAtLogin || autostart::enabled())) {
         QString error;
-        if (!autostart::setEnabled(s.startAtLogin, QCoreApplication::applicationFilePath(), &error))
+        if (!autostart::setEnabled(s.startAtLogin, QCoreApplication::applicationFilePath(),
+                                   m_ctx.launchArguments, &error))
             m_issues << error;
     }
     if (!m_issues.isEmpty()) {

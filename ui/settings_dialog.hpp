@@ -93,6 +93,7 @@ class SettingsDialog final : public QDialog {
         QToolButton* add = nullptr;
         std::vector<WindowRow> rows;
     };
+    void enableDays();  // the weekday rows usable only while time windows are on
     void addWindow(int weekday, QTime from, QTime to);
     void removeWindow(int weekday, QWidget* row);
     void clearWindows(int weekday);

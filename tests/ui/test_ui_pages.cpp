@@ -295,10 +295,10 @@ class TestUiPages : public QObject {
         QVERIFY(!page.showsEmptyState());
         QCOMPARE(page.lossSeries()->at(0), QPointF(1, 4.75));
         QCOMPARE(page.lossSeries()->at(7), QPointF(8, 3.0));
-        // The receipts applied units to rounds 5 and 6: those points are marked.
+        // The receipts applied units to rounds 5 and 6: those rounds are marked.
         QCOMPARE(page.mineSeries()->count(), 2);
-        QCOMPARE(page.mineSeries()->at(0), QPointF(5, 3.75));
-        QCOMPARE(page.mineSeries()->at(1), QPointF(6, 3.5));
+        QCOMPARE(page.mineSeries()->at(0).x(), 5.0);
+        QCOMPARE(page.mineSeries()->at(1).x(), 6.0);
         QCOMPARE(page.statusLabel()->text(),
                  QStringLiteral("Rounds with a contribution from this computer: 2 of 8."));
         // What the model writes now: the prompt in bold, the text escaped, a long word
@@ -312,6 +312,10 @@ class TestUiPages : public QObject {
         QCOMPARE(html.count(QChar(0x200B)), 2);  // 100 x's: after the 40th and the 80th
         QCOMPARE(page.sampleLabel()->sizePolicy().horizontalPolicy(), QSizePolicy::Ignored);
         const QString summary = page.findChild<QLabel*>(QStringLiteral("summary"))->text();
+        // The model in words, not in its configuration's letters.
+        QVERIFY2(summary.contains(QStringLiteral("Model: 2-layer model, 0.4 million parameters.")),
+                 qPrintable(summary));
+        QVERIFY2(!summary.contains(QStringLiteral("NH=")), qPrintable(summary));
         QVERIFY2(summary.endsWith(QStringLiteral(
                      "Latest export of the model: /srv/exports/run1-v7 (safetensors, version 7).")),
                  qPrintable(summary));

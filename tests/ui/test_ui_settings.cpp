@@ -43,6 +43,89 @@ class TestUiSettings : public QObject {
         qputenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/tandem-test-bus");
     }
 
+    // The weekday rows can be changed only while "Only at these times" is on.
+    void weekdaysFollowTheScheduleRule() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        core::Settings s;
+        s.rules.useTimeWindows = false;
+        s.rules.timeWindows = {{0b0000001, 18 * 60, 8 * 60}};  // Monday
+        ui::SettingsDialog dialog(context(bridge, services), s, nullptr);
+        for (int d = 0; d < 7; ++d) {
+            QVERIFY(!dialog.dayEnabled(d)->isEnabled());
+            QVERIFY(!dialog.addWindowButton(d)->isEnabled());
+        }
+        QVERIFY(!dialog.windowFrom(0, 0)->isEnabled());
+        dialog.useTimeWindows()->setChecked(true);
+        for (int d = 0; d < 7; ++d)
+            QVERIFY(dialog.dayEnabled(d)->isEnabled() && dialog.addWindowButton(d)->isEnabled());
+        QVERIFY(dialog.windowFrom(0, 0)->isEnabled());   // Monday is chosen
+        QVERIFY(!dialog.windowFrom(1, 0)->isEnabled());  // Tuesday is not
+        dialog.useTimeWindows()->setChecked(false);
+        QVERIFY(!dialog.windowFrom(0, 0)->isEnabled());
+        QVERIFY(!dialog.dayEnabled(0)->isEnabled());
+    }
+
+    // The dialog keeps its size: more windows, the device note, the list of problems and
+    // another page scroll or take room inside it.
+    void stableSize() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        ui::SettingsDialog dialog(context(bridge, services), core::Settings{}, nullptr);
+        dialog.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+        const QSize before = dialog.size();
+        dialog.showTab(1);
+        dialog.useTimeWindows()->setChecked(true);
+        for (int i = 0; i < 6; ++i)
+            QTest::mouseClick(dialog.addWindowButton(0), Qt::LeftButton);
+        QCOMPARE(dialog.windowCount(0), 7);
+        dialog.setDevices(services.detectDevices());
+        dialog.proxyMode()->setCurrentIndex(2);  // "This proxy:" with no URL: refused
+        dialog.accept();
+        QVERIFY(!dialog.issues().isEmpty());
+        dialog.showTab(3);
+        QCoreApplication::processEvents();
+        QCOMPARE(dialog.size(), before);
+    }
+
+    // A label shows "&" only as a shortcut's underline: every label with one has a buddy.
+    void noLiteralAmpersands() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        ui::SettingsDialog dialog(context(bridge, services), core::Settings{}, nullptr);
+        int checked = 0;
+        for (QLabel* label : dialog.findChildren<QLabel*>()) {
+            const QString text = QString(label->text()).remove(QStringLiteral("&&"));
+            if (!text.contains(QLatin1Char('&')) || Qt::mightBeRichText(label->text()))
+                continue;
+            ++checked;
+            QVERIFY2(label->buddy(), qPrintable(label->text()));
+        }
+        QVERIFY(checked >= 5);
+    }
+
+    // The data directory field shows the directory in use; left as it is, it stays "the one
+    // the app runs from" (no setting of its own).
+    void dataDirectoryInUse() {
+        ui::EngineBridge bridge(m_clock, m_zone);
+        FakeServices services;
+        auto ctx = context(bridge, services);
+        ctx.dataDirectory = "/srv/tandem-profile";
+        {
+            ui::SettingsDialog dialog(ctx, core::Settings{}, nullptr);
+            QCOMPARE(dialog.dataDirEdit()->text(), QStringLiteral("/srv/tandem-profile"));
+            QCOMPARE(dialog.settings().dataDirectory, std::string());
+            dialog.dataDirEdit()->setText(QStringLiteral("/srv/elsewhere"));
+            QCOMPARE(dialog.settings().dataDirectory, std::string("/srv/elsewhere"));
+        }
+        core::Settings own;
+        own.dataDirectory = "/mnt/big";
+        ui::SettingsDialog dialog(ctx, own, nullptr);
+        QCOMPARE(dialog.dataDirEdit()->text(), QStringLiteral("/mnt/big"));
+        QCOMPARE(dialog.settings().dataDirectory, std::string("/mnt/big"));
+    }
+
     // GetSessionIdleTime: KDE answers milliseconds, gnome-screensaver and its forks seconds.
     void screenSaverIdleUnits() {
         QCOMPARE(ui::screenSaverIdleSeconds(90'500, true), int64_t(90));
@@ -125,7 +208,7 @@ class TestUiSettings : public QObject {
         ui::SettingsDialog dialog(ctx, original, nullptr);
         // Devices arrive from the thread pool: the unusable GPU is listed with its reason.
         QTRY_COMPARE(services.deviceCalls.load(), 1);
-        QTRY_VERIFY(dialog.deviceBox()->findData(QStringLiteral("cpu")) >= 0);
+        QTRY_VERIFY(dialog.deviceBox()->findData(QStringLiteral("cuda:0")) >= 0);
         const int gpu = dialog.deviceBox()->findData(QStringLiteral("cuda:0"));
         QVERIFY(gpu >= 0);
         QVERIFY(dialog.deviceBox()->itemText(gpu).contains(QStringLiteral("not usable")));
@@ -391,6 +474,26 @@ class TestUiSettings : public QObject {
         QVERIFY(text.contains("[Desktop Entry]"));
         QVERIFY(text.contains("Exec=" + QCoreApplication::applicationFilePath().toUtf8() +
                               " --background"));
+        f.close();
+        // Started with --data-dir (here a path with a space, a quote and a percent sign): the
+        // entry starts it with the same options.
+        {
+            auto started = ctx;
+            started.launchArguments = {QStringLiteral("--data-dir"),
+                                       QStringLiteral("/home/a b/\"x\" 100%"),
+                                       QStringLiteral("--ca-file"), QStringLiteral("/etc/ca.pem")};
+            core::Settings on;
+            on.startAtLogin = true;
+            ui::SettingsDialog dialog(started, on, nullptr);
+            dialog.accept();
+            QVERIFY2(dialog.issues().isEmpty(), qPrintable(dialog.issues().join('\n')));
+        }
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray again = f.readAll();
+        QVERIFY2(again.contains("Exec=" + QCoreApplication::applicationFilePath().toUtf8() +
+                                " --data-dir \"/home/a b/\\\\\"x\\\\\" 100%%\" --ca-file "
+                                "/etc/ca.pem --background\n"),
+                 again.constData());
         f.close();
         {
             core::Settings on;

@@ -114,7 +114,7 @@ class TestUiTranslations : public QObject {
         f.close();
         qputenv("XDG_CONFIG_HOME", file.toUtf8());
         QString error;
-        QVERIFY(!ui::autostart::setEnabled(true, QStringLiteral("/usr/bin/tandem"), &error));
+        QVERIFY(!ui::autostart::setEnabled(true, QStringLiteral("/usr/bin/tandem"), {}, &error));
         QVERIFY2(error.contains(QStringLiteral("kann nicht")), qPrintable(error));
     }
 

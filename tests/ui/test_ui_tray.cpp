@@ -228,7 +228,15 @@ class TestUiTray : public QObject {
         QVERIFY(!m_tray->available());
         QVERIFY(m_window->isVisible());
         auto* notice = m_window->overviewPage()->findChild<QLabel*>(QStringLiteral("notice"));
+        // The app tells the window, after the tray, whether the engine started (empty: it did);
+        // that must not take the tray's notice away.
+        m_window->setStartError(QString());
         QVERIFY(notice->text().contains(QStringLiteral("no system tray")));
+        QVERIFY(notice->isVisibleTo(m_window.get()));
+        m_window->setStartError(QStringLiteral("Tandem cannot start: disk full"));
+        QVERIFY(notice->text().contains(QStringLiteral("no system tray")));
+        QVERIFY(notice->text().startsWith(QStringLiteral("Tandem cannot start: disk full")));
+        m_window->setStartError(QString());
         menuAction(m_tray->menu(), "actionOpen")->trigger();
         QVERIFY(m_window->isVisible() && !m_window->isMinimized());
         QSignalSpy quit(m_bridge.get(), &ui::EngineBridge::quitRequested);

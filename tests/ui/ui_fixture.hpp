@@ -28,6 +28,7 @@ class FakeServices final : public ui::Services {
     core::Problem bandwidthProblem = core::Problem::Unreachable;  // of a failed measurement
     int workUnitSeconds = 0;  // what the coordinator's status says (0: an older one, silent)
     bool withSample = true;   // the status carries what the model wrote
+    std::vector<ui::RoundInfo> history;  // the run's rounds; empty: rounds 1..8 and an open 9
     std::string lastUrl;
     // What standing() answers; set before the page asks (read on the thread pool).
     ui::StandingInfo standingAnswer = [] {
@@ -105,9 +106,12 @@ class FakeServices final : public ui::Services {
         r.latestExportPath = QStringLiteral("/srv/exports/run1-v7");
         r.latestExportFormat = QStringLiteral("safetensors");
         r.latestExportVersion = 7;
-        for (int i = 1; i <= 8; ++i)
-            r.history.push_back({i, 5.0 - 0.25 * i, 2, 1000});
-        r.history.push_back({9, std::nullopt, 0, 0});  // not evaluated yet
+        r.history = history;
+        if (history.empty()) {
+            for (int i = 1; i <= 8; ++i)
+                r.history.push_back({i, 5.0 - 0.25 * i, 2, 1000});
+            r.history.push_back({9, std::nullopt, 0, 0});  // not evaluated yet
+        }
         if (withSample) {
             r.sampleVersion = 9;
             r.samplePrompt = QStringLiteral("The ");

@@ -5,19 +5,19 @@
     <name>QObject</name>
     <message>
         <location filename="../../app/tandem_main.cpp" line="+259"/>
-        <location line="+48"/>
+        <location line="+59"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
     <message>
-        <location line="-47"/>
+        <location line="-58"/>
         <source>The settings in %1 cannot be used: %2
 Tandem starts with the defaults; fix or delete the file.</source>
         <translation>Die Einstellungen in %1 können nicht verwendet werden: %2
 Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.</translation>
     </message>
     <message>
-        <location line="+64"/>
+        <location line="+75"/>
         <source>Tandem cannot start: %1</source>
         <translation>Tandem kann nicht starten: %1</translation>
     </message>
@@ -25,7 +25,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>main</name>
     <message>
-        <location line="-138"/>
+        <location line="-149"/>
         <source>Donate this computer&apos;s spare GPU time to the training of an open language model.</source>
         <translation>Spenden Sie die freie GPU-Zeit dieses Computers für das Training eines offenen Sprachmodells.</translation>
     </message>
@@ -63,7 +63,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+50"/>
+        <location filename="../../app/desktop_services.cpp" line="+48"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -420,7 +420,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::ContributionsPage</name>
     <message>
-        <location filename="../contributions_page.cpp" line="+33"/>
+        <location filename="../contributions_page.cpp" line="+37"/>
         <source>Totals</source>
         <translation>Summen</translation>
     </message>
@@ -460,7 +460,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Empfangene Daten:</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+17"/>
+        <source>Credit: one for each token your accepted work units trained. The leaderboard ranks donors by it; it is not money.</source>
+        <translation>Guthaben: eines für jedes Token, das Ihre angenommenen Arbeitseinheiten trainiert haben. Die Rangliste ordnet die Spender danach; es ist kein Geld.</translation>
+    </message>
+    <message>
+        <location line="+8"/>
         <source>Leaderboard</source>
         <translation>Bestenliste</translation>
     </message>
@@ -472,12 +477,12 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     <message>
         <location line="+3"/>
         <location line="+14"/>
-        <location line="+15"/>
+        <location line="+16"/>
         <source>Tokens</source>
         <translation>Tokens</translation>
     </message>
     <message>
-        <location line="-28"/>
+        <location line="-29"/>
         <source>GPU-hours</source>
         <translation>GPU-Stunden</translation>
     </message>
@@ -497,7 +502,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Beiträge pro Tag</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+18"/>
         <source>Work units</source>
         <translation>Arbeitseinheiten</translation>
     </message>
@@ -532,7 +537,17 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Quittung, oder warum sie nicht zählte</translation>
     </message>
     <message>
-        <location line="+24"/>
+        <location line="+5"/>
+        <source>&amp;Receipt…</source>
+        <translation>&amp;Quittung…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The chosen unit&apos;s receipt: its signature, checked against the coordinator&apos;s key</source>
+        <translation>Die Quittung der gewählten Einheit: ihre Signatur, geprüft mit dem Schlüssel des Koordinators</translation>
+    </message>
+    <message>
+        <location line="+35"/>
         <source>The ledger cannot be read: %1</source>
         <translation>Das Journal kann nicht gelesen werden: %1</translation>
     </message>
@@ -553,11 +568,11 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+6"/>
-        <source>%1 trained, %2 accepted, %3 waiting for a receipt</source>
-        <translation>%1 trainiert, %2 angenommen, %3 warten auf eine Quittung</translation>
+        <source>%L1 trained, %L2 accepted, %L3 waiting for a receipt</source>
+        <translation>%L1 trainiert, %L2 angenommen, %L3 warten auf eine Quittung</translation>
     </message>
     <message>
-        <location line="+73"/>
+        <location line="+75"/>
         <source>%1 (partial: %2 of %3 steps)</source>
         <translation>%1 (teilweise: %2 von %3 Schritten)</translation>
     </message>
@@ -567,7 +582,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Runde %1, Gewicht %2, Guthaben %3, %4</translation>
     </message>
     <message>
-        <location line="+33"/>
+        <location line="+52"/>
         <source>Asking the coordinator for your rank…</source>
         <translation>Der Koordinator wird nach Ihrem Rang gefragt …</translation>
     </message>
@@ -610,7 +625,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::CostText</name>
     <message>
-        <location filename="../cost_text.cpp" line="+46"/>
+        <location filename="../cost_text.cpp" line="+48"/>
         <source>The run&apos;s model size is not known (%1), so the costs cannot be worked out yet. Set limits below if your connection is metered.</source>
         <translation>Die Modellgröße des Laufs ist nicht bekannt (%1), daher lassen sich die Kosten noch nicht berechnen. Legen Sie unten Grenzen fest, wenn Ihre Verbindung nach Volumen abgerechnet wird.</translation>
     </message>
@@ -621,11 +636,11 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
     <message>
         <location line="+2"/>
-        <source>The run trains a model of %1 parameters (%2).</source>
-        <translation>Der Lauf trainiert ein Modell mit %1 Parametern (%2).</translation>
+        <source>The run trains a %1.</source>
+        <translation>Der Lauf trainiert ein %1.</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+6"/>
         <source>Training a unit needs about &lt;b&gt;%1&lt;/b&gt; of memory on a CPU, or %2 of GPU memory and %3 of RAM on a GPU; a device with less is not given work.</source>
         <translation>Das Training einer Einheit braucht etwa &lt;b&gt;%1&lt;/b&gt; Speicher auf einer CPU, oder %2 GPU-Speicher und %3 Arbeitsspeicher auf einer GPU; ein Gerät mit weniger bekommt keine Arbeit.</translation>
     </message>
@@ -1104,7 +1119,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="+29"/>
+        <location filename="../main_window.cpp" line="+30"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
@@ -1179,9 +1194,9 @@ Latenz: %3 ms</translation>
         <translation>&amp;Über Tandem</translation>
     </message>
     <message>
-        <location line="+78"/>
-        <source>Tandem – %1</source>
-        <translation>Tandem – %1</translation>
+        <location line="+119"/>
+        <source>%1 – Tandem</source>
+        <translation>%1 – Tandem</translation>
     </message>
     <message>
         <location line="+43"/>
@@ -1197,7 +1212,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::NetworkPage</name>
     <message>
-        <location filename="../network_page.cpp" line="+31"/>
+        <location filename="../network_page.cpp" line="+32"/>
         <source>%1 of %2 today</source>
         <translation>%1 von %2 heute</translation>
     </message>
@@ -1242,24 +1257,24 @@ Latenz: %3 ms</translation>
         <translation>Empfangen:</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+5"/>
         <source>Data sent and received per day</source>
         <translation>Gesendete und empfangene Daten pro Tag</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="-1"/>
         <source>Data per day (MB), last %1 days</source>
         <translation>Daten pro Tag (MB), letzte %1 Tage</translation>
     </message>
     <message>
-        <location line="+2"/>
-        <location line="+126"/>
+        <location line="+4"/>
+        <location line="+127"/>
         <source>sent</source>
         <translation>gesendet</translation>
     </message>
     <message>
-        <location line="-125"/>
-        <location line="+125"/>
+        <location line="-126"/>
+        <location line="+126"/>
         <source>received</source>
         <translation>empfangen</translation>
     </message>
@@ -1363,7 +1378,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::OverviewPage</name>
     <message>
-        <location filename="../overview_page.cpp" line="+40"/>
+        <location filename="../overview_page.cpp" line="+41"/>
         <source>State icon</source>
         <translation>Zustandssymbol</translation>
     </message>
@@ -1559,7 +1574,12 @@ Latenz: %3 ms</translation>
         <translation>%1 Ergebnisse warten auf das Hochladen</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+4"/>
+        <source>Credit: one for each token your accepted work units trained. The leaderboard ranks donors by it; it is not money.</source>
+        <translation>Guthaben: eines für jedes Token, das Ihre angenommenen Arbeitseinheiten trainiert haben. Die Rangliste ordnet die Spender danach; es ist kein Geld.</translation>
+    </message>
+    <message>
+        <location line="+2"/>
         <source>work units: %1, tokens: %2, credit: %3</source>
         <translation>Arbeitseinheiten: %1, Tokens: %2, Guthaben: %3</translation>
     </message>
@@ -1653,9 +1673,103 @@ Latenz: %3 ms</translation>
     </message>
 </context>
 <context>
+    <name>tandem::ui::ReceiptDialog</name>
+    <message>
+        <location filename="../receipt_dialog.cpp" line="+41"/>
+        <source>Receipt for work unit %1</source>
+        <translation>Quittung für Arbeitseinheit %1</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>✔ Verified: signed by the coordinator this computer registered with.</source>
+        <translation>✔ Geprüft: signiert vom Koordinator, bei dem dieser Computer registriert ist.</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>✘ Not verified: %1.</source>
+        <translation>✘ Nicht bestätigt: %1.</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Cannot be checked here: no coordinator key (%1).</source>
+        <translation>Kann hier nicht geprüft werden: kein Schlüssel des Koordinators (%1).</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Cannot be checked: the stored receipt cannot be read (%1).</source>
+        <translation>Kann nicht geprüft werden: die gespeicherte Quittung ist nicht lesbar (%1).</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Work unit:</source>
+        <translation>Arbeitseinheit:</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Applied to round:</source>
+        <translation>Angewendet in Runde:</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Weight in that round:</source>
+        <translation>Gewicht in dieser Runde:</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Credit:</source>
+        <translation>Guthaben:</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>%1 (one for each token trained)</source>
+        <translation>%1 (eines je trainiertem Token)</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Received:</source>
+        <translation>Erhalten:</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Signature of the coordinator (Ed25519, base64):</source>
+        <translation>Signatur des Koordinators (Ed25519, Base64):</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Checked against the coordinator key:</source>
+        <translation>Geprüft mit dem Schlüssel des Koordinators:</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The receipt as the coordinator sent it:</source>
+        <translation>Die Quittung, wie der Koordinator sie geschickt hat:</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Export as JSON…</source>
+        <translation>Als JSON exportieren…</translation>
+    </message>
+    <message>
+        <location line="+25"/>
+        <source>Cannot write %1: %2</source>
+        <translation>%1 kann nicht geschrieben werden: %2</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <location line="+6"/>
+        <source>Export the receipt</source>
+        <translation>Quittung exportieren</translation>
+    </message>
+    <message>
+        <location line="-5"/>
+        <source>JSON files (*.json)</source>
+        <translation>JSON-Dateien (*.json)</translation>
+    </message>
+</context>
+<context>
     <name>tandem::ui::RunPage</name>
     <message>
-        <location filename="../run_page.cpp" line="+30"/>
+        <location filename="../run_page.cpp" line="+34"/>
         <source>&amp;Refresh</source>
         <translation>A&amp;ktualisieren</translation>
     </message>
@@ -1665,37 +1779,63 @@ Latenz: %3 ms</translation>
         <translation>Den Koordinator erneut fragen</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+11"/>
+        <source>&amp;Show:</source>
+        <translation>&amp;Zeigen:</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>All rounds</source>
+        <translation>Alle Runden</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <location line="+1"/>
+        <source>The last %L1 rounds</source>
+        <translation>Die letzten %L1 Runden</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Rounds shown in the chart</source>
+        <translation>Im Diagramm gezeigte Runden</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Drag across the chart to zoom in, right-click to zoom out.</source>
+        <translation>Ziehen Sie über das Diagramm, um hineinzuzoomen; Rechtsklick zoomt heraus.</translation>
+    </message>
+    <message>
+        <location line="+7"/>
         <source>Global validation loss per round</source>
         <translation>Globaler Validierungs-Loss pro Runde</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="-1"/>
         <source>Validation loss of the shared model, per round</source>
         <translation>Validierungs-Loss des gemeinsamen Modells, pro Runde</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+6"/>
         <source>validation loss</source>
         <translation>Validierungs-Loss</translation>
     </message>
     <message>
-        <location line="+3"/>
-        <source>rounds with your contribution</source>
-        <translation>Runden mit Ihrem Beitrag</translation>
+        <location line="+2"/>
+        <source>your contributions</source>
+        <translation>Ihre Beiträge</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+7"/>
         <source>round</source>
         <translation>Runde</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+4"/>
         <source>loss</source>
         <translation>Loss</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+19"/>
         <source>What the model writes now</source>
         <translation>Was das Modell jetzt schreibt</translation>
     </message>
@@ -1738,11 +1878,16 @@ Tandem fragt in einer Minute erneut.</translation>
     </message>
     <message>
         <location line="+6"/>
-        <source>Run %1, round %2 open. Workers active: %3. Tokens trained in all: %4. Model: %5.</source>
-        <translation>Lauf %1, Runde %2 offen. Aktive Teilnehmer: %3. Insgesamt trainierte Tokens: %4. Modell: %5.</translation>
+        <source>Run %1, round %L2 open. Workers active: %L3. Tokens trained in all: %4. Model: %5.</source>
+        <translation>Lauf %1, Runde %L2 offen. Aktive Teilnehmer: %L3. Insgesamt trainierte Tokens: %4. Modell: %5.</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+50"/>
+        <source>Rounds with a contribution from this computer: %L1 of %L2.</source>
+        <translation>Runden mit einem Beitrag dieses Computers: %L1 von %L2.</translation>
+    </message>
+    <message>
+        <location line="-41"/>
         <source>Latest export of the model: %1 (%2, version %3).</source>
         <translation>Letzter Export des Modells: %1 (%2, Version %3).</translation>
     </message>
@@ -1752,20 +1897,15 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Der Lauf hat noch keine ausgewertete Runde (Runde %1 ist offen). Die Loss-Kurve erscheint, sobald der Koordinator die erste Runde abgeschlossen und ausgewertet hat.</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+8"/>
         <source>None of these rounds has a result from this computer yet.</source>
         <translation>Keine dieser Runden enthält bisher ein Ergebnis dieses Computers.</translation>
-    </message>
-    <message>
-        <location line="+2"/>
-        <source>Rounds with a contribution from this computer: %1 of %2.</source>
-        <translation>Runden mit einem Beitrag dieses Computers: %1 von %2.</translation>
     </message>
 </context>
 <context>
     <name>tandem::ui::SettingsDialog</name>
     <message>
-        <location filename="../settings_dialog.cpp" line="+77"/>
+        <location filename="../settings_dialog.cpp" line="+79"/>
         <source>Monday</source>
         <translation>Montag</translation>
     </message>
@@ -1810,7 +1950,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Tandem-Einstellungen</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+20"/>
         <source>Device</source>
         <translation>Gerät</translation>
     </message>
@@ -1841,7 +1981,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Daten&amp;verzeichnis:</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+3"/>
         <source>Start Tandem when I &amp;log in</source>
         <translation>Tandem beim &amp;Anmelden starten</translation>
     </message>
@@ -1941,7 +2081,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Ein Zeitfenster am %1 hinzufügen</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location line="+22"/>
         <source>A day may have several windows. The same from and to means the whole day; a &quot;to&quot; before the &quot;from&quot; runs past midnight.</source>
         <translation>Ein Tag kann mehrere Fenster haben. Gleiche Werte für „von“ und „bis“ bedeuten den ganzen Tag; ein „bis“ vor dem „von“ reicht über Mitternacht hinaus.</translation>
     </message>
@@ -2055,7 +2195,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>&amp;Koordinator</translation>
     </message>
     <message>
-        <location line="+32"/>
+        <location line="+41"/>
         <source>Automatic (the best usable GPU, else the CPU)</source>
         <translation>Automatisch (die beste nutzbare GPU, sonst die CPU)</translation>
     </message>
@@ -2075,7 +2215,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Keine GPU ist nutzbar: %1.</translation>
     </message>
     <message>
-        <location line="+106"/>
+        <location line="+120"/>
         <source>%1, window %2, from</source>
         <translation>%1, Fenster %2, von</translation>
     </message>
@@ -2120,7 +2260,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Die Einstellungen konnten nicht gespeichert werden: %1</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+11"/>
         <source>Please correct:</source>
         <translation>Bitte korrigieren:</translation>
     </message>
@@ -2206,7 +2346,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::autostart</name>
     <message>
-        <location filename="../autostart.cpp" line="+49"/>
+        <location filename="../autostart.cpp" line="+73"/>
         <source>Cannot remove %1.</source>
         <translation>%1 kann nicht entfernt werden.</translation>
     </message>
@@ -2234,6 +2374,29 @@ Tandem fragt in einer Minute erneut.</translation>
         <location line="+2"/>
         <source>Start at login is not supported on this platform.</source>
         <translation>Der Start bei der Anmeldung wird auf dieser Plattform nicht unterstützt.</translation>
+    </message>
+</context>
+<context>
+    <name>tandem::ui::modelInWords</name>
+    <message>
+        <location filename="../model_text.cpp" line="+15"/>
+        <source>%1 billion parameters</source>
+        <translation>%1 Milliarden Parameter</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>%1 million parameters</source>
+        <translation>%1 Millionen Parameter</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>%1 parameters</source>
+        <translation>%1 Parameter</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>%1-layer model</source>
+        <translation>%1-schichtiges Modell</translation>
     </message>
 </context>
 </TS>
