@@ -10,7 +10,7 @@ namespace tandem::core {
 namespace fs = std::filesystem;
 
 std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
-    m_shared.setState(EngineState::Fetching, "asking for work", "request a work unit");
+    m_shared.setState(EngineState::Fetching, "asking for work", NextAction(NextStep::RequestWork));
     net::WorkRequest req;
     req.device = m_shared.cfg.deviceDescription.empty() ? m_shared.cfg.device
                                                         : m_shared.cfg.deviceDescription;
@@ -49,7 +49,7 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond) {
         const int64_t atMs = m_shared.now() + std::max<int64_t>(res->retryAfterMs, 1000);
         m_backoff.idleUntil(atMs, "no work available");
         m_shared.log(EventLevel::Info,
-                     "no work available; asking again at " + m_shared.describe(atMs));
+                     "no work available; asking again " + m_shared.describe(atMs));
         return std::nullopt;
     }
     const net::Manifest& m = *res->manifest;
@@ -118,7 +118,7 @@ bool WorkFetcher::download(ActiveUnit& unit) {
     }
     m_shared.transition(m.workUnitId, WorkUnitState::Downloading);
     m_shared.setState(EngineState::Downloading, "downloading weights and data",
-                      "train work unit " + wuKey(m.workUnitId));
+                      NextAction(NextStep::Train, std::nullopt, wuKey(m.workUnitId)));
     {
         std::lock_guard lock(m_shared.mu);
         m_shared.snap.current = currentInfo(unit);

@@ -1,5 +1,6 @@
 #include "async.hpp"
 #include "engine_bridge.hpp"
+#include "engine_words.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 #include "ui_prefs.hpp"
@@ -136,7 +137,7 @@ void NetworkPage::refresh() {
                                       1),
                          loc.toString(m_ctx.prefs->number(QStringLiteral("bandwidth/latencyMs")),
                                       'f', 0),
-                         formatLocalTime(static_cast<int64_t>(at), nowMs(), zone())));
+                         formatAt(static_cast<int64_t>(at), nowMs(), zone())));
         else
             m_bandwidth->setText(tr("Not measured yet."));
     }

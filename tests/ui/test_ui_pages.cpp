@@ -422,12 +422,17 @@ class TestUiPages : public QObject {
         QCOMPARE(v.kind, ui::StateKind::Paused);
         QCOMPARE(v.headline, QStringLiteral("Snoozed until 15:00"));
         s.state = core::EngineState::Waiting;
-        s.reason = "Waiting: on battery";
-        s.nextAction = "check again when it changes";
+        // The words come from the codes; core's English (for the log) is never shown.
+        s.reason = "core's English";
+        s.nextAction = "core's English";
+        s.hold = core::Hold{};
+        s.hold->rule = core::Rule::OnBattery;
+        s.next = core::NextAction(core::NextStep::CheckRulesOnChange);
         v = ui::describeState(s, true, kNowMs, m_zone);
         QCOMPARE(v.kind, ui::StateKind::Waiting);
         QCOMPARE(v.headline, QStringLiteral("Waiting: on battery"));
-        QVERIFY(v.detail.endsWith(QStringLiteral("next: check again when it changes")));
+        QVERIFY2(v.detail.endsWith(QStringLiteral("next: check again when that changes")),
+                 qPrintable(v.detail));
         s.state = core::EngineState::Backoff;
         s.reason = "request work: connection refused";
         s.problem = core::Problem::Unreachable;
