@@ -242,7 +242,11 @@ void OverviewPage::refresh() {
     m_speed->setText(s.tokensPerSecond > 0 && s.state == core::EngineState::Training
                          ? tr("%1 tokens/s").arg(QLocale().toString(s.tokensPerSecond, 'f', 0))
                          : QStringLiteral("–"));
-    m_loss->setText(s.stepLoss ? QLocale().toString(*s.stepLoss, 'f', 3) : QStringLiteral("–"));
+    // The engine keeps its last step's loss through holds and after the unit: shown only while
+    // a unit trains, like the speed.
+    m_loss->setText(s.stepLoss && s.current && s.state == core::EngineState::Training
+                        ? QLocale().toString(*s.stepLoss, 'f', 3)
+                        : QStringLiteral("–"));
     if (s.lastUpload) {
         const auto& u = *s.lastUpload;
         const QString when = formatAt(u.atMs, now, zone());

@@ -1,6 +1,7 @@
-// A real Engine for the GUI tests that stops at the rule gate: a fake coordinator, a clock held
-// still, and a rule probe the test sets (idle time, temperature). The bridge reads it, so the
-// window shows what the engine really reports (codes, figures and its English for the log).
+// A real Engine for the GUI tests, with a fake coordinator (tests/core/fake_coordinator.hpp) and
+// a rule probe the test sets (idle time, power, temperature), checked at every step. The bridge
+// reads it, so the window shows what the engine really reports (codes, figures, and its English
+// for the log).
 #pragma once
 
 #include "engine.hpp"
@@ -15,14 +16,28 @@
 namespace tandem::uitest {
 
 struct HeldEngine {
+    struct Options {
+        core::RulesConfig rules;
+        int innerSteps = 6;    // of each work unit
+        int maxWorkUnits = 0;  // > 0: the engine stops after so many
+        QString dataDir;       // empty: one of its own
+    };
+
     HeldEngine(ui::EngineBridge& bridge, const core::Clock& clock, const core::TimeZone& zone,
                const core::RulesConfig& rules)
-        : m_bridge(bridge) {
+        : HeldEngine(bridge, clock, zone, Options{rules, 6, 0, {}}) {}
+    HeldEngine(ui::EngineBridge& bridge, const core::Clock& clock, const core::TimeZone& zone,
+               const Options& options)
+        : api("L=1,NH=2,C=16,T=16", options.innerSteps), m_bridge(bridge) {
         core::EngineConfig cfg;
-        cfg.dataDir = (dir.path() + QStringLiteral("/data")).toStdString();
+        cfg.dataDir =
+            (options.dataDir.isEmpty() ? dir.path() + QStringLiteral("/data") : options.dataDir)
+                .toStdString();
         cfg.coordinatorUrl = "https://coordinator.test";
         cfg.pollIntervalMs = 20;
-        cfg.rules = rules;
+        cfg.rulesCheckIntervalMs = 0;
+        cfg.rules = options.rules;
+        cfg.maxWorkUnits = options.maxWorkUnits;
         core::Engine::Dependencies deps;
         deps.api = &api;
         deps.clock = &clock;
