@@ -5,6 +5,7 @@
 #include <QCoreApplication>
 #include <QDate>
 #include <QLocale>
+#include <QRegularExpression>
 #include <QTime>
 
 namespace tandem::ui {
@@ -44,6 +45,21 @@ QString formatClock(int minuteOfDay) {
     if (locale.language() == QLocale::C)
         return time.toString(QStringLiteral("HH:mm"));
     return locale.toString(time, QLocale::ShortFormat);
+}
+
+QString formatDayMonth(const core::LocalDate& date) {
+    // The short date format less its year and the separator that joins it.
+    static const QRegularExpression year(QStringLiteral("[^dM]*y+[^dM]*"));
+    QString format = QLocale().dateFormat(QLocale::ShortFormat);
+    format.remove(year);
+    return QLocale().toString(QDate(date.year, date.month, date.day), format);
+}
+
+QString axisTimeFormat(bool withDay) {
+    const QLocale locale;
+    const QString time = locale.language() == QLocale::C ? QStringLiteral("HH:mm")
+                                                         : locale.timeFormat(QLocale::ShortFormat);
+    return withDay ? QStringLiteral("ddd ") + time : time;
 }
 
 QString formatCelsius(double celsius) {

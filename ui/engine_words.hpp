@@ -30,6 +30,12 @@ QString formatUntil(int64_t atMs, int64_t nowMs, const core::TimeZone& zone);
 // A local minute of the day in the locale's short time format ("18:05", "6:05 PM"; "18:05" in
 // the C locale, whose short format has seconds).
 QString formatClock(int minuteOfDay);
+// A day of the year in the locale's short date format without the year: "22.11" (German),
+// "11/22" (US English), "22/11" (British English), "22 Nov" (C).
+QString formatDayMonth(const core::LocalDate& date);
+// The format of a chart's time axis (QDateTimeAxis) in the locale's short time format: "HH:mm",
+// "h:mm AP"; withDay: the weekday's short name first.
+QString axisTimeFormat(bool withDay);
 // A temperature in the locale's number format: "85 °C".
 QString formatCelsius(double celsius);
 

@@ -105,6 +105,28 @@ class TestUiTranslations : public QObject {
         QCOMPARE(headline->text(), QStringLiteral("Nicht verbunden"));
     }
 
+    // Dates and times in the locale's formats: the Contributions chart's days, the Performance
+    // chart's time axis, the clock in "at 18:05".
+    void datesInTheLocalesFormat() {
+        const QLocale before;
+        const core::LocalDate day{2026, 11, 22};
+        QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany));
+        QCOMPARE(ui::formatDayMonth(day), QStringLiteral("22.11"));
+        QCOMPARE(ui::formatClock(18 * 60 + 5), QStringLiteral("18:05"));
+        QCOMPARE(ui::axisTimeFormat(true), QStringLiteral("ddd HH:mm"));
+        QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+        QCOMPARE(ui::formatDayMonth(day), QStringLiteral("11/22"));
+        const QString clock = ui::formatClock(18 * 60 + 5);  // "6:05 PM" (CLDR's space varies)
+        QVERIFY2(clock.startsWith(QStringLiteral("6:05")) && clock.endsWith(QStringLiteral("PM")),
+                 qPrintable(clock));
+        QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedKingdom));
+        QCOMPARE(ui::formatDayMonth(day), QStringLiteral("22/11"));
+        QLocale::setDefault(QLocale::c());
+        QCOMPARE(ui::formatClock(18 * 60 + 5), QStringLiteral("18:05"));  // not "18:05:00"
+        QCOMPARE(ui::axisTimeFormat(false), QStringLiteral("HH:mm"));
+        QLocale::setDefault(before);
+    }
+
     // Free functions translate under the context lupdate gives them.
     void freeFunctionsAreGerman() {
         ui::DBusIdleSource idle;
@@ -261,6 +283,7 @@ class TestUiTranslations : public QObject {
                      qPrintable(QStringLiteral("not German: ") + german[i]));
         }
         QCOMPARE(ui::formatAt(now + 12 * 3600'000, now, m_zone), QStringLiteral("um Mitternacht"));
+        QCOMPARE(ui::formatAt(now + 20 * 3600'000, now, m_zone), QStringLiteral("morgen um 08:00"));
         QCOMPARE(ui::holdText(holds[0], now, m_zone), QStringLiteral("Wartet: läuft auf Akku"));
 
         // A real engine held by "only when idle" without an idle time: the headline, detail
