@@ -61,9 +61,22 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
 </context>
 <context>
+    <name>tandem::app</name>
+    <message>
+        <location filename="../../app/desktop_services.cpp" line="+35"/>
+        <source>no NVIDIA driver found (libcuda.so.1 is not installed)</source>
+        <translation>kein NVIDIA-Treiber gefunden (libcuda.so.1 ist nicht installiert)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1 has compute capability %2.%3; Tandem needs 7.5 or newer</source>
+        <translation>%1 hat die Compute Capability %2.%3; Tandem braucht 7.5 oder neuer</translation>
+    </message>
+</context>
+<context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+48"/>
+        <location line="+27"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -162,7 +175,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Wartet: gerade keine Arbeit verfügbar</translation>
     </message>
     <message>
-        <location filename="../engine_words.cpp" line="+30"/>
+        <location filename="../engine_words.cpp" line="+31"/>
         <source>today&apos;s upload cap is reached (%1 of %2; resets %3)</source>
         <translation>die Upload-Grenze für heute ist erreicht (%1 von %2; wird %3 zurückgesetzt)</translation>
     </message>
@@ -182,7 +195,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>der nächste Download würde die Grenze für heute überschreiten (%1 von %2 verbraucht; wird %3 zurückgesetzt)</translation>
     </message>
     <message>
-        <location line="+23"/>
+        <location line="+38"/>
         <source>at %1</source>
         <translation>um %1</translation>
     </message>
@@ -588,7 +601,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::ContributionsPage</name>
     <message>
-        <location filename="../contributions_page.cpp" line="+33"/>
+        <location filename="../contributions_page.cpp" line="+34"/>
         <source>Totals</source>
         <translation>Summen</translation>
     </message>
@@ -725,7 +738,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>%1 trainiert, %2 angenommen, %3 warten auf eine Quittung</translation>
     </message>
     <message>
-        <location line="+73"/>
+        <location line="+71"/>
         <source>%1 (partial: %2 of %3 steps)</source>
         <translation>%1 (teilweise: %2 von %3 Schritten)</translation>
     </message>
@@ -1365,7 +1378,27 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::NetworkPage</name>
     <message>
-        <location filename="../network_page.cpp" line="+32"/>
+        <location filename="../network_page.cpp" line="+31"/>
+        <source>work unit description</source>
+        <translation>Beschreibung der Arbeitseinheit</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>model weights</source>
+        <translation>Gewichte des Modells</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>training text</source>
+        <translation>Trainingstext</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>result</source>
+        <translation>Ergebnis</translation>
+    </message>
+    <message>
+        <location line="+8"/>
         <source>%1 of %2 today</source>
         <translation>%1 von %2 heute</translation>
     </message>
@@ -1421,18 +1454,18 @@ Latenz: %3 ms</translation>
     </message>
     <message>
         <location line="+2"/>
-        <location line="+126"/>
+        <location line="+124"/>
         <source>sent</source>
         <translation>gesendet</translation>
     </message>
     <message>
-        <location line="-125"/>
-        <location line="+125"/>
+        <location line="-123"/>
+        <location line="+123"/>
         <source>received</source>
         <translation>empfangen</translation>
     </message>
     <message>
-        <location line="-112"/>
+        <location line="-110"/>
         <source>Transfer log</source>
         <translation>Übertragungsprotokoll</translation>
     </message>
@@ -1508,7 +1541,7 @@ Latenz: %3 ms</translation>
         <translation>Das Journal kann nicht gelesen werden: %1</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+51"/>
         <source> (unit %1)</source>
         <translation> (Einheit %1)</translation>
     </message>
@@ -1687,12 +1720,12 @@ Latenz: %3 ms</translation>
         <translation>etwa %1</translation>
     </message>
     <message>
-        <location line="+22"/>
+        <location line="+26"/>
         <source>work unit %1 not counted %2: %3</source>
         <translation>Arbeitseinheit %1 nicht gezählt %2: %3</translation>
     </message>
     <message>
-        <location line="-24"/>
+        <location line="-28"/>
         <source>measuring…</source>
         <translation>misst …</translation>
     </message>
@@ -1707,7 +1740,7 @@ Latenz: %3 ms</translation>
         <translation>%1 Tokens/s</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+11"/>
         <source>work unit %1 accepted %2 (round %3, credit %4)</source>
         <translation>Arbeitseinheit %1 angenommen %2 (Runde %3, Guthaben %4)</translation>
     </message>
@@ -1735,7 +1768,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::PerformancePage</name>
     <message>
-        <location filename="../performance_page.cpp" line="+47"/>
+        <location filename="../performance_page.cpp" line="+48"/>
         <source>&amp;Show:</source>
         <translation>&amp;Zeigen:</translation>
     </message>
