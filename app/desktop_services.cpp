@@ -15,6 +15,8 @@
 
 #include <QCoreApplication>
 
+#include <algorithm>
+
 namespace tandem::app {
 
 namespace {
@@ -24,6 +26,22 @@ QString tr(const char* text) {
 }
 QString q(const std::string& s) {
     return QString::fromStdString(s);
+}
+
+// Why no GPU is used, in the donor's language where it is a common case (no driver, a GPU too
+// old); the driver's and runtime's own words otherwise.
+QString gpuUnavailableText(const GpuInventory& gpus) {
+    if (gpus.driverCudaVersion == 0 && gpus.devices.empty())
+        return tr("no NVIDIA driver found (libcuda.so.1 is not installed)");
+    if (!gpus.devices.empty() && std::none_of(gpus.devices.begin(), gpus.devices.end(),
+                                              [](const GpuDevice& d) { return d.supported; })) {
+        const auto& d = gpus.devices.front();
+        return tr("%1 has compute capability %2.%3; Tandem needs 7.5 or newer")
+            .arg(q(d.name))
+            .arg(d.computeMajor)
+            .arg(d.computeMinor);
+    }
+    return q(gpus.unavailableReason);
 }
 
 // The wizard's probes: answer quickly or fail, no retries.
@@ -63,7 +81,7 @@ ui::DeviceReport DesktopServices::detectDevices() {
     if (!built)
         r.gpuUnavailableReason = tr("this build of Tandem has no CUDA backend");
     else if (!gpus.usable())
-        r.gpuUnavailableReason = q(gpus.unavailableReason);
+        r.gpuUnavailableReason = gpuUnavailableText(gpus);
     ui::DeviceInfo cpu;
     cpu.id = QStringLiteral("cpu");
     core::PlatformProbe probe;

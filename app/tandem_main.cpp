@@ -6,7 +6,7 @@
 #include "device_choice.hpp"
 #include "engine_bridge.hpp"
 #include "engine_wiring.hpp"
-#include "idle_dbus.hpp"
+#include "idle_desktop.hpp"
 #include "main_window.hpp"
 #include "settings.hpp"
 #include "single_instance.hpp"
@@ -302,8 +302,9 @@ int main(int argc, char** argv) {
         if (parser.isSet(*o))
             context.launchArguments << QStringLiteral("--") + o->names().front()
                                     << parser.value(*o);
-    // Asked by the engine's thread; its reason is shown where "only when idle" is on.
-    ui::DBusIdleSource idle;
+    // Asked by the engine's thread (D-Bus, else X11); its reason is shown where "only when idle"
+    // is on.
+    ui::DesktopIdleSource idle;
     context.idleUnknownReason = [&idle] { return idle.unknownReason(); };
 
     if (firstRun || settings.coordinatorUrl.empty()) {

@@ -131,7 +131,7 @@ void Engine::Impl::engineMain() {
                     break;
                 }
                 shared.setState(EngineState::Uploading, "uploading results",
-                                "stop after the uploads");
+                                NextAction(NextStep::StopAfterUploads));
                 shared.waitOnce();
                 continue;
             }
@@ -149,7 +149,7 @@ void Engine::Impl::engineMain() {
                 const size_t pending = shared.pendingUploads();
                 if (pending >= (shared.cfg.overlapUploads ? 2u : 1u)) {
                     shared.setState(EngineState::Uploading, "uploading results",
-                                    "next work unit after the upload");
+                                    NextAction(NextStep::NextUnitAfterUpload));
                     shared.waitOnce();
                     continue;
                 }

@@ -26,6 +26,7 @@
 #include "coordinator_api.hpp"
 #include "expected.hpp"
 #include "ledger.hpp"
+#include "next_action.hpp"
 #include "problem.hpp"
 #include "rules.hpp"
 
@@ -154,11 +155,17 @@ struct LastUpload {
     double credit = 0;
 };
 
-// Everything the UI shows, as one consistent value.
+// Everything the UI shows, as one consistent value. The UI words the codes (state, hold, next,
+// problem); the English texts (reason, stateText, nextAction) are for the log and
+// tandem-worker's status.
 struct EngineSnapshot {
     EngineState state = EngineState::Idle;
-    std::string reason;     // "Waiting: on battery", the error of a Backoff, ...
-    std::string stateText;  // "Training", "Waiting: on battery", "Snoozed until 18:00"
+    std::string reason;        // "Waiting: on battery", the error of a Backoff, ...
+    std::string stateText;     // "Training", "Waiting: on battery", "Snoozed until 18:00"
+    std::optional<Hold> hold;  // Waiting: the rule that holds, with its figures
+    // The last rule check got no temperature of the device in use (a CPU, a GPU without a
+    // sensor): a temperature limit cannot be applied. False before the first check.
+    bool temperatureUnknown = false;
     std::string device;
     bool registered = false;
     bool finishThenPause = false;
@@ -169,8 +176,9 @@ struct EngineSnapshot {
     std::optional<UploadInFlight> upload;
     int pendingUploads = 0;  // results on disk waiting for a receipt
     std::optional<LastUpload> lastUpload;
-    std::string nextAction;  // "retry at 12:05", "upload 17", ...
-    std::optional<int64_t> nextActionAtMs;
+    NextAction next;
+    std::string nextAction;                 // describeNextAction(next): "try again at 12:05", ...
+    std::optional<int64_t> nextActionAtMs;  // next.atMs
     // In Backoff: what kind of trouble (problem.hpp; the UI words it, calm for a transient one,
     // "needs attention" for one the donor must fix), and the failure's own words for a details
     // view and the log. None in every other state.

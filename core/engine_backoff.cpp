@@ -47,8 +47,7 @@ bool EngineBackoff::waitIfEarly() {
         return false;
     if (m_state == EngineState::Backoff)
         m_shared.setProblem(m_problem, m_reason);
-    m_shared.setState(m_state, m_reason, "try again at " + m_shared.describe(m_notBeforeMs),
-                      m_notBeforeMs);
+    m_shared.setState(m_state, m_reason, NextAction(NextStep::TryAgainAt, m_notBeforeMs));
     m_shared.waitOnce(m_notBeforeMs);
     return true;
 }

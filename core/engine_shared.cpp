@@ -82,8 +82,14 @@ double EngineShared::jitterUnit() {
     return static_cast<double>(jitter.next() >> 11) * 0x1.0p-53;
 }
 
-void EngineShared::setState(EngineState state, std::string reason, std::string nextAction,
-                            std::optional<int64_t> nextAtMs) {
+void EngineShared::setNextLocked(NextAction next) {
+    snap.nextAction = describeNextAction(next, now(), *deps.zone);
+    snap.nextActionAtMs = next.atMs;
+    snap.next = std::move(next);
+}
+
+void EngineShared::setState(EngineState state, std::string reason, NextAction next,
+                            std::optional<Hold> hold) {
     bool changed = false;
     {
         std::lock_guard lock(mu);
@@ -100,8 +106,8 @@ void EngineShared::setState(EngineState state, std::string reason, std::string n
             default:
                 snap.stateText = toString(state);
         }
-        snap.nextAction = std::move(nextAction);
-        snap.nextActionAtMs = nextAtMs;
+        snap.hold = state == EngineState::Waiting ? std::move(hold) : std::nullopt;
+        setNextLocked(std::move(next));
         if (state != EngineState::Backoff) {
             snap.problem = Problem::None;
             snap.problemDetail.clear();

@@ -82,8 +82,11 @@ struct EngineShared {
     // At start: the pause or snooze of the last session (a snooze that has ended holds nothing).
     void loadHold();
     // Any state but Backoff clears the snapshot's problem; setProblem sets it for a Backoff.
-    void setState(EngineState state, std::string reason, std::string nextAction = {},
-                  std::optional<int64_t> nextAtMs = std::nullopt);
+    // hold: the rule that holds a Waiting state.
+    void setState(EngineState state, std::string reason, NextAction next = {},
+                  std::optional<Hold> hold = std::nullopt);
+    // The next action alone (the upload thread's), under mu.
+    void setNextLocked(NextAction next);
     void setProblem(Problem problem, std::string detail);
     // Waits one poll interval of real time, or less when a command arrives or the clock reaches
     // untilMs.

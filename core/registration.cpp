@@ -28,8 +28,7 @@ void Registrar::load() {
 }
 
 bool Registrar::registerNow() {
-    m_shared.setState(EngineState::Fetching, "registering",
-                      "register with " + m_shared.cfg.coordinatorUrl);
+    m_shared.setState(EngineState::Fetching, "registering", NextAction(NextStep::Register));
     net::RegisterRequest req;
     req.name =
         m_shared.cfg.clientName.empty() ? "tandem-worker" : m_shared.cfg.clientName.substr(0, 100);

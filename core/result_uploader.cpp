@@ -12,8 +12,9 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
     if (!v.allowed()) {
         {
             std::lock_guard lock(m_shared.mu);
-            m_shared.snap.nextAction =
-                "upload of work unit " + wuKey(p.workUnitId) + " waits: " + v.reason();
+            NextAction next(NextStep::UploadWaits, std::nullopt, wuKey(p.workUnitId));
+            next.hold = v.holds.front();
+            m_shared.setNextLocked(std::move(next));
         }
         return UploadQueue::Verdict::hold();
     }
@@ -87,8 +88,8 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
                                                   " s)");
             {
                 std::lock_guard lock(m_shared.mu);
-                m_shared.snap.nextAction = "retry the upload of work unit " + wuKey(p.workUnitId) +
-                                           " at " + m_shared.describe(retryAtMs);
+                m_shared.setNextLocked(
+                    NextAction(NextStep::RetryUploadAt, retryAtMs, wuKey(p.workUnitId)));
             }
             return UploadQueue::Verdict::retryAt(retryAtMs);
         }

@@ -42,6 +42,10 @@ RulesVerdict RuleGate::evaluate(int64_t nextDownloadBytes, int64_t nextUploadByt
     RulesVerdict v = evaluateRules(rc, in, *m_shared.deps.zone);
     m_heldByTemperature = std::any_of(v.holds.begin(), v.holds.end(),
                                       [](const Hold& h) { return h.rule == Rule::TooHot; });
+    {
+        std::lock_guard lock(m_shared.mu);
+        m_shared.snap.temperatureUnknown = !in.temperatureC;
+    }
     return v;
 }
 
@@ -88,15 +92,15 @@ bool RuleGate::waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
             return false;
         if (pause) {
             hold();
-            m_shared.setState(EngineState::Paused, "Paused", "resume to continue");
+            m_shared.setState(EngineState::Paused, "Paused", NextAction(NextStep::ResumeByHand));
             m_shared.waitOnce();
             rulesDue = true;
             continue;
         }
         if (snoozed) {
             hold();
-            m_shared.setState(EngineState::Snoozed, "Snoozed until " + m_shared.describe(until),
-                              "resume at " + m_shared.describe(until), until);
+            m_shared.setState(EngineState::Snoozed, "Snoozed, resumes " + m_shared.describe(until),
+                              NextAction(NextStep::ResumeAt, until));
             m_shared.waitOnce(until);
             rulesDue = true;
             continue;
@@ -109,10 +113,10 @@ bool RuleGate::waitUntilClear(bool haveUnit, int64_t nextDownloadBytes,
                 hold();
                 const auto& h = v.holds.front();
                 m_shared.setState(EngineState::Waiting, h.reason,
-                                  h.mayChangeAtMs
-                                      ? "check again at " + m_shared.describe(*h.mayChangeAtMs)
-                                      : "check again when it changes",
-                                  h.mayChangeAtMs);
+                                  NextAction(h.mayChangeAtMs ? NextStep::CheckRulesAt
+                                                             : NextStep::CheckRulesOnChange,
+                                             h.mayChangeAtMs),
+                                  h);
                 m_shared.waitOnce(h.mayChangeAtMs);
                 rulesDue = true;
                 continue;

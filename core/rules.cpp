@@ -21,7 +21,8 @@ const char* toString(PowerSource source) {
 
 namespace {
 
-constexpr std::array<const char*, 7> kDayNames{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+constexpr std::array<const char*, 7> kDayNames{"Monday", "Tuesday",  "Wednesday", "Thursday",
+                                               "Friday", "Saturday", "Sunday"};
 
 struct Interval {
     int64_t startMs;
@@ -36,6 +37,14 @@ std::optional<Interval> instanceOn(const TimeWindow& w, const LocalDate& date,
     const int64_t start = fromLocal(date, w.startMinute, zone);
     const LocalDate endDate = w.endMinute <= w.startMinute ? date.plusDays(1) : date;
     return Interval{start, fromLocal(endDate, w.endMinute, zone)};
+}
+
+Hold makeHold(Rule rule, std::string reason, std::optional<int64_t> mayChangeAtMs = std::nullopt) {
+    Hold h;
+    h.rule = rule;
+    h.reason = std::move(reason);
+    h.mayChangeAtMs = mayChangeAtMs;
+    return h;
 }
 
 std::string formatTemperature(double c) {
@@ -111,12 +120,16 @@ std::string describeLocalTime(int64_t atMs, int64_t nowMs, const TimeZone& zone)
     const std::string hhmm = formatMinuteOfDay(at.minuteOfDay);
     const int64_t days = at.date.daysSinceEpoch() - today.daysSinceEpoch();
     if (days == 0)
-        return hhmm;
+        return "at " + hhmm;
+    if (days == 1 && at.minuteOfDay == 0)
+        return "at midnight";
     if (days == 1)
-        return "tomorrow " + hhmm;
+        return "tomorrow at " + hhmm;
+    if (days == -1)
+        return "yesterday at " + hhmm;
     if (days > 1 && days < 7)
-        return std::string(kDayNames[at.date.weekday()]) + " " + hhmm;
-    return at.date.toString() + " " + hhmm;
+        return "on " + std::string(kDayNames[at.date.weekday()]) + " at " + hhmm;
+    return "on " + at.date.toString() + " at " + hhmm;
 }
 
 std::string formatBytes(int64_t bytes) {
@@ -145,46 +158,59 @@ RulesVerdict evaluateRules(const RulesConfig& c, const RuleInputs& in, const Tim
     const int64_t midnightMs = fromLocal(today.plusDays(1), 0, zone);
 
     if (c.pauseOnBattery && in.power == PowerSource::Battery) {
-        v.holds.push_back({Rule::OnBattery, "Waiting: on battery", std::nullopt});
+        v.holds.push_back(makeHold(Rule::OnBattery, "Waiting: on battery"));
     }
 
     if (c.useTimeWindows) {
         if (c.timeWindows.empty()) {
-            v.holds.push_back(
-                {Rule::OutsideTimeWindow, "Waiting: no time window is set", std::nullopt});
+            Hold h = makeHold(Rule::OutsideTimeWindow, "Waiting: no time window is set");
+            h.noTimeWindow = true;
+            v.holds.push_back(h);
         } else if (!insideTimeWindows(c.timeWindows, in.nowMs, zone)) {
             auto next = nextWindowStartMs(c.timeWindows, in.nowMs, zone);
             std::string reason = "Waiting: outside the time window";
             if (next)
                 reason += " (resumes " + describeLocalTime(*next, in.nowMs, zone) + ")";
-            v.holds.push_back({Rule::OutsideTimeWindow, reason, next});
+            v.holds.push_back(makeHold(Rule::OutsideTimeWindow, reason, next));
         } else {
             v.freeUntilMs = windowCoverageEndMs(c.timeWindows, in.nowMs, zone);
         }
     }
 
-    if (c.onlyWhenIdle && in.idleSeconds && *in.idleSeconds < c.idleThresholdSeconds) {
+    // Unknown idle time holds: working as if idle would take the computer from its user.
+    if (c.onlyWhenIdle && !in.idleSeconds) {
+        v.holds.push_back(makeHold(Rule::IdleUnknown,
+                                   "Waiting: cannot tell whether the computer is in use (\"only "
+                                   "when idle\" is on)"));
+    } else if (c.onlyWhenIdle && *in.idleSeconds < c.idleThresholdSeconds) {
         const int64_t minutes = (c.idleThresholdSeconds + 59) / 60;
-        v.holds.push_back(
-            {Rule::UserActive,
-             "Waiting: computer in use (resumes after " + std::to_string(minutes) + " min idle)",
-             in.nowMs + (c.idleThresholdSeconds - *in.idleSeconds) * 1000});
+        Hold h = makeHold(
+            Rule::UserActive,
+            "Waiting: computer in use (resumes after " + std::to_string(minutes) + " min idle)",
+            in.nowMs + (c.idleThresholdSeconds - *in.idleSeconds) * 1000);
+        h.idleThresholdSeconds = c.idleThresholdSeconds;
+        v.holds.push_back(h);
     }
 
+    v.temperatureUnknown = c.maxTemperatureC && !in.temperatureC;
     if (c.maxTemperatureC && in.temperatureC) {
         const double limit = *c.maxTemperatureC;
         const double resumeAt = limit - std::max(0.0, c.temperatureHysteresisC);
-        if (*in.temperatureC >= limit) {
-            v.holds.push_back({Rule::TooHot,
-                               "Waiting: device too hot (" + formatTemperature(*in.temperatureC) +
-                                   ", limit " + formatTemperature(limit) + ")",
-                               std::nullopt});
-        } else if (in.heldByTemperature && *in.temperatureC > resumeAt) {
-            v.holds.push_back({Rule::TooHot,
-                               "Waiting: device cooling down (" +
-                                   formatTemperature(*in.temperatureC) + ", resumes at " +
-                                   formatTemperature(resumeAt) + ")",
-                               std::nullopt});
+        const double t = *in.temperatureC;
+        if (t >= limit) {
+            Hold h = makeHold(Rule::TooHot, "Waiting: device too hot (" + formatTemperature(t) +
+                                                ", limit " + formatTemperature(limit) + ")");
+            h.temperatureC = t;
+            h.limitC = limit;
+            v.holds.push_back(h);
+        } else if (in.heldByTemperature && t > resumeAt) {
+            Hold h =
+                makeHold(Rule::TooHot, "Waiting: device cooling down (" + formatTemperature(t) +
+                                           ", resumes at " + formatTemperature(resumeAt) + ")");
+            h.temperatureC = t;
+            h.limitC = resumeAt;
+            h.coolingDown = true;
+            v.holds.push_back(h);
         }
     }
 
@@ -193,13 +219,16 @@ RulesVerdict evaluateRules(const RulesConfig& c, const RuleInputs& in, const Tim
             return;
         if (used >= cap || (next > 0 && used + next > cap)) {
             const bool reached = used >= cap;
-            v.holds.push_back({rule,
-                               std::string("Waiting: daily ") + what + " cap " +
-                                   (reached ? "reached" : "would be exceeded") + " (" +
-                                   formatBytes(used) + " of " + formatBytes(cap) +
-                                   " used; resets " +
-                                   describeLocalTime(midnightMs, in.nowMs, zone) + ")",
-                               midnightMs});
+            Hold h = makeHold(rule,
+                              std::string("Waiting: daily ") + what + " cap " +
+                                  (reached ? "reached" : "would be exceeded") + " (" +
+                                  formatBytes(used) + " of " + formatBytes(cap) + " used; resets " +
+                                  describeLocalTime(midnightMs, in.nowMs, zone) + ")",
+                              midnightMs);
+            h.usedBytes = used;
+            h.capBytes = cap;
+            h.capReached = reached;
+            v.holds.push_back(h);
         }
     };
     capHold(Rule::UploadCap, "upload", c.dailyUploadCapBytes, in.bytesUpToday, in.nextUploadBytes);

@@ -45,7 +45,7 @@ struct RulesConfig {
 
 struct RuleInputs {
     int64_t nowMs = 0;
-    std::optional<int64_t> idleSeconds;  // none: unknown, and the idle rule cannot hold
+    std::optional<int64_t> idleSeconds;  // none: unknown; "only when idle" then holds (IdleUnknown)
     PowerSource power = PowerSource::Unknown;
     std::optional<double> temperatureC;  // none: the device reports no temperature
     bool heldByTemperature = false;      // the previous verdict held for temperature
@@ -56,12 +56,31 @@ struct RuleInputs {
 };
 
 // In priority order: the first that holds is the one the UI shows.
-enum class Rule { OnBattery, OutsideTimeWindow, UserActive, TooHot, UploadCap, DownloadCap };
+enum class Rule {
+    OnBattery,
+    OutsideTimeWindow,
+    UserActive,
+    IdleUnknown,  // "only when idle" is on and the idle time cannot be told: no work
+    TooHot,
+    UploadCap,
+    DownloadCap,
+};
 
+// A rule that holds, as a code with the figures its words need: the UI words and translates it
+// (ui/engine_words.hpp); `reason` is the English for the log and tandem-worker's status.
 struct Hold {
-    Rule rule;
+    Rule rule = Rule::OnBattery;
     std::string reason;                    // "Waiting: on battery"
     std::optional<int64_t> mayChangeAtMs;  // earliest instant it may stop holding, where known
+    bool noTimeWindow = false;             // OutsideTimeWindow: the rule is on without a window
+    int64_t idleThresholdSeconds = 0;      // UserActive
+    double temperatureC = 0;               // TooHot: the reading
+    double limitC = 0;                     // TooHot: the limit, or where it resumes when cooling
+    bool coolingDown = false;              // TooHot: under the limit, not yet cool enough
+    int64_t usedBytes = 0, capBytes = 0;   // UploadCap, DownloadCap: today's bytes and the cap
+    bool capReached = false;               // false: the next transfer would exceed the cap
+
+    bool operator==(const Hold&) const = default;
 };
 
 struct RulesVerdict {
@@ -69,6 +88,9 @@ struct RulesVerdict {
     // While free: the next instant a rule will start holding by the clock alone (a time window
     // closing, the day's cap resetting does not count); none when no such instant.
     std::optional<int64_t> freeUntilMs;
+    // A temperature limit is set but the device reports no temperature: the limit cannot be
+    // applied (the UI says so; work goes on).
+    bool temperatureUnknown = false;
 
     bool allowed() const { return holds.empty(); }
     std::string reason() const { return holds.empty() ? std::string() : holds.front().reason; }
@@ -90,7 +112,10 @@ enum class Snooze { OneHour, ThreeHours, UntilTomorrow };
 // When a snooze chosen at nowMs ends: 1 h or 3 h of real time, or the next local midnight.
 int64_t snoozeUntilMs(Snooze choice, int64_t nowMs, const TimeZone& zone);
 
-// "18:00" today, "tomorrow 18:00", or "Sat 18:00" within the week, else "2026-11-30 18:00".
+// When atMs is, seen from nowMs, as a phrase that follows "resumes" or "retry": "at 18:00"
+// today, "at midnight" (the coming one), "tomorrow at 18:00", "yesterday at 18:00",
+// "on Saturday at 18:00" within the week, else "on 2026-11-30 at 18:00". English, for the log
+// and tandem-worker; the UI has its translated twin (ui/engine_words.hpp).
 std::string describeLocalTime(int64_t atMs, int64_t nowMs, const TimeZone& zone);
 // "0 B", "812 kB", "1.5 GB" (decimal units, as the caps are set).
 std::string formatBytes(int64_t bytes);

@@ -278,7 +278,7 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
         m_lastMomentsSaveMs = m_shared.now();
     m_shared.transition(m.workUnitId, WorkUnitState::Training);
     m_shared.setState(EngineState::Training, "training",
-                      "upload work unit " + id + " after step " + std::to_string(m.innerSteps));
+                      NextAction(NextStep::Upload, std::nullopt, id, m.innerSteps));
     std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
     int64_t lastCheckpointMs = m_shared.now();
     if (!m_lastSampleMs)
@@ -350,7 +350,7 @@ TrainOutcome UnitRunner::trainSteps(ActiveUnit& a) {
         if (released)
             return TrainOutcome::Interrupted;  // back from a hold: train() starts over
         m_shared.setState(EngineState::Training, "training",
-                          "upload work unit " + id + " after step " + std::to_string(m.innerSteps));
+                          NextAction(NextStep::Upload, std::nullopt, id, m.innerSteps));
         firstStep = false;
         // The heartbeat thread reports the progress; its answer may end the unit.
         if (auto why = m_shared.heartbeats.abandonReason(m.workUnitId)) {

@@ -37,7 +37,8 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond, FetchMode m
     const bool fg = mode == FetchMode::Foreground;
     auto failLocal = [&](const std::string& why) { failHere(mode, why); };
     if (fg)
-        m_shared.setState(EngineState::Fetching, "asking for work", "request a work unit");
+        m_shared.setState(EngineState::Fetching, "asking for work",
+                          NextAction(NextStep::RequestWork));
     net::WorkRequest req;
     req.device = m_shared.cfg.deviceDescription.empty() ? m_shared.cfg.device
                                                         : m_shared.cfg.deviceDescription;
@@ -83,7 +84,7 @@ std::optional<ActiveUnit> WorkFetcher::fetch(double tokensPerSecond, FetchMode m
         const int64_t atMs = m_shared.now() + std::max<int64_t>(res->retryAfterMs, 1000);
         m_backoff.idleUntil(atMs, "no work available");
         m_shared.log(EventLevel::Info,
-                     "no work available; asking again at " + m_shared.describe(atMs));
+                     "no work available; asking again " + m_shared.describe(atMs));
         return std::nullopt;
     }
     const net::Manifest& m = *res->manifest;
@@ -157,7 +158,7 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
     m_shared.transition(m.workUnitId, WorkUnitState::Downloading, fg ? "" : "prefetch");
     if (fg) {
         m_shared.setState(EngineState::Downloading, "downloading weights and data",
-                          "train work unit " + wuKey(m.workUnitId));
+                          NextAction(NextStep::Train, std::nullopt, wuKey(m.workUnitId)));
         std::lock_guard lock(m_shared.mu);
         m_shared.snap.current = currentInfo(unit);
         m_shared.snap.current->downloadBytesTotal = need;

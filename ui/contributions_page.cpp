@@ -1,6 +1,7 @@
 #include "async.hpp"
 #include "chart_axes.hpp"
 #include "engine_bridge.hpp"
+#include "engine_words.hpp"
 #include "pages.hpp"
 #include "receipt_dialog.hpp"
 #include "state_view.hpp"
@@ -205,9 +206,7 @@ void ContributionsPage::refresh() {
     double maxValue = 0;
     if (days) {
         for (const auto& d : *days) {
-            categories << QStringLiteral("%1-%2")
-                              .arg(d.date.month, 2, 10, QLatin1Char('0'))
-                              .arg(d.date.day, 2, 10, QLatin1Char('0'));
+            categories << formatDayMonth(d.date);
             double v = 0;
             switch (metric) {
                 case Metric::Tokens:

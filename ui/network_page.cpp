@@ -1,6 +1,7 @@
 #include "async.hpp"
 #include "chart_axes.hpp"
 #include "engine_bridge.hpp"
+#include "engine_words.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 #include "ui_prefs.hpp"
@@ -25,6 +26,19 @@
 namespace tandem::ui {
 
 namespace {
+// What a transfer was for, as the ledger records it (core/work_fetcher, core/result_uploader).
+QString purposeText(const std::string& purpose) {
+    if (purpose == "manifest")
+        return QCoreApplication::translate("tandem::ui::NetworkPage", "work unit description");
+    if (purpose == "weights")
+        return QCoreApplication::translate("tandem::ui::NetworkPage", "model weights");
+    if (purpose == "data")
+        return QCoreApplication::translate("tandem::ui::NetworkPage", "training text");
+    if (purpose == "result")
+        return QCoreApplication::translate("tandem::ui::NetworkPage", "result");
+    return QString::fromStdString(purpose);
+}
+
 void showUsage(QProgressBar* bar, int64_t used, int64_t cap) {
     if (cap > 0) {
         bar->setRange(0, 1000);
@@ -138,7 +152,7 @@ void NetworkPage::refresh() {
                                       1),
                          loc.toString(m_ctx.prefs->number(QStringLiteral("bandwidth/latencyMs")),
                                       'f', 0),
-                         formatLocalTime(static_cast<int64_t>(at), nowMs(), zone())));
+                         formatAt(static_cast<int64_t>(at), nowMs(), zone())));
         else
             m_bandwidth->setText(tr("Not measured yet."));
     }
@@ -177,9 +191,7 @@ void NetworkPage::refresh() {
     double top = 0;
     if (days) {
         for (const auto& d : *days) {
-            categories << QStringLiteral("%1-%2")
-                              .arg(d.date.month, 2, 10, QLatin1Char('0'))
-                              .arg(d.date.day, 2, 10, QLatin1Char('0'));
+            categories << formatDayMonth(d.date);
             up << static_cast<double>(d.bytesUp) / 1e6;
             down << static_cast<double>(d.bytesDown) / 1e6;
             top = std::max({top, up.back(), down.back()});
@@ -201,7 +213,7 @@ void NetworkPage::refresh() {
         };
         set(0, formatDateTime(t.atMs, zone()));
         set(1, t.direction == core::Direction::Up ? tr("sent") : tr("received"));
-        set(2, QString::fromStdString(t.purpose) +
+        set(2, purposeText(t.purpose) +
                    (t.workUnitId.empty()
                         ? QString()
                         : tr(" (unit %1)").arg(QString::fromStdString(t.workUnitId))));

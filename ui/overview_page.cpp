@@ -2,6 +2,7 @@
 #include "cost_text.hpp"
 #include "eliding_label.hpp"
 #include "engine_bridge.hpp"
+#include "engine_words.hpp"
 #include "model_text.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
@@ -105,6 +106,12 @@ OverviewPage::OverviewPage(const UiContext& context, QWidget* parent) : Page(con
     m_idleNote->setMargin(8);
     m_idleNote->hide();
     layout->addWidget(m_idleNote);
+    m_tempNote = valueLabel(content, QStringLiteral("temperatureUnknown"));
+    m_tempNote->setFrameShape(QFrame::StyledPanel);
+    m_tempNote->setMargin(8);
+    m_tempNote->setText(temperatureUnknownNotice());
+    m_tempNote->hide();
+    layout->addWidget(m_tempNote);
 
     auto* unitBox = new QGroupBox(tr("Current work unit"), content);
     auto* unitForm = new QFormLayout(unitBox);
@@ -169,6 +176,9 @@ void OverviewPage::refresh() {
             : QString();
     m_idleNote->setText(idleReason.isEmpty() ? QString() : idleUnknownNotice(idleReason));
     m_idleNote->setVisible(!idleReason.isEmpty());
+    m_tempNote->setVisible(attached && m_ctx.settings &&
+                           m_ctx.settings->rules.maxTemperatureC.has_value() &&
+                           s.temperatureUnknown);
 
     const bool held = s.state == core::EngineState::Paused ||
                       s.state == core::EngineState::Snoozed || s.snoozedUntilMs.has_value();
@@ -233,10 +243,14 @@ void OverviewPage::refresh() {
     m_speed->setText(s.tokensPerSecond > 0 && s.state == core::EngineState::Training
                          ? tr("%1 tokens/s").arg(QLocale().toString(s.tokensPerSecond, 'f', 0))
                          : QStringLiteral("–"));
-    m_loss->setText(s.stepLoss ? QLocale().toString(*s.stepLoss, 'f', 3) : QStringLiteral("–"));
+    // The engine keeps its last step's loss through holds and after the unit: shown only while
+    // a unit trains, like the speed.
+    m_loss->setText(s.stepLoss && s.current && s.state == core::EngineState::Training
+                        ? QLocale().toString(*s.stepLoss, 'f', 3)
+                        : QStringLiteral("–"));
     if (s.lastUpload) {
         const auto& u = *s.lastUpload;
-        QString when = formatLocalTime(u.atMs, now, zone());
+        const QString when = formatAt(u.atMs, now, zone());
         if (u.state == core::WorkUnitState::Accepted)
             m_lastUpload->setText(tr("work unit %1 accepted %2 (round %3, credit %4)")
                                       .arg(QString::fromStdString(u.id), when)
@@ -249,7 +263,7 @@ void OverviewPage::refresh() {
     } else {
         m_lastUpload->setText(tr("none yet"));
     }
-    QString next = QString::fromStdString(s.nextAction);
+    QString next = nextActionText(s.next, now, zone());
     if (s.pendingUploads > 0)
         next += (next.isEmpty() ? QString() : QStringLiteral("; ")) +
                 (s.pendingUploads == 1 ? tr("1 result waiting to upload")

@@ -92,7 +92,8 @@ class OverviewPage final : public Page {
     QPushButton* m_fix;  // opens the settings page that fixes it
     SettingsTab m_fixIn = SettingsTab::None;
     QLabel* m_notice;
-    QLabel* m_idleNote;  // "only when idle" on, idle time unknown
+    QLabel* m_idleNote;
+    QLabel* m_tempNote;  // "only when idle" on, idle time unknown
     QLabel* m_device;
     QLabel* m_unit;
     QProgressBar* m_progress;

@@ -1,4 +1,5 @@
 #include "engine_bridge.hpp"
+#include "engine_words.hpp"
 #include "pages.hpp"
 #include "state_view.hpp"
 
@@ -20,18 +21,18 @@ namespace {
 struct RangeSpec {
     int64_t spanMs;
     int64_t bucketMs;
-    const char* format;
+    bool withDay;  // the axis names the weekday (ui/engine_words.hpp axisTimeFormat)
 };
 RangeSpec spec(PerformancePage::Range r) {
     switch (r) {
         case PerformancePage::Range::Hour:
-            return {3600'000, 60'000, "HH:mm"};
+            return {3600'000, 60'000, false};
         case PerformancePage::Range::Day:
-            return {86400'000, 15 * 60'000, "HH:mm"};
+            return {86400'000, 15 * 60'000, false};
         case PerformancePage::Range::Week:
-            return {7 * 86400'000LL, 2 * 3600'000, "ddd HH:mm"};
+            return {7 * 86400'000LL, 2 * 3600'000, true};
     }
-    return {3600'000, 60'000, "HH:mm"};
+    return {3600'000, 60'000, false};
 }
 // Chart axes show local time of the process; the ledger's times are UTC milliseconds.
 qreal axisMs(int64_t ms) {
@@ -154,7 +155,7 @@ void PerformancePage::refresh() {
     const auto fromDt = QDateTime::fromMSecsSinceEpoch(from);
     const auto toDt = QDateTime::fromMSecsSinceEpoch(to);
     m_axisX->setRange(fromDt, toDt);
-    m_axisX->setFormat(QString::fromLatin1(r.format));
+    m_axisX->setFormat(axisTimeFormat(r.withDay));
     m_axisY->setRange(0, peak > 0 ? peak * 1.15 : 1);
     m_axisY->applyNiceNumbers();
     const QLocale loc;
@@ -169,7 +170,7 @@ void PerformancePage::refresh() {
     m_util->replace(util);
     m_temp->replace(temp);
     m_deviceX->setRange(fromDt, toDt);
-    m_deviceX->setFormat(QString::fromLatin1(r.format));
+    m_deviceX->setFormat(axisTimeFormat(r.withDay));
     double top = 100;
     for (const auto& p : temp)
         top = std::max(top, p.y() + 5);

@@ -2,6 +2,7 @@
 
 #include "async.hpp"
 #include "autostart.hpp"
+#include "engine_bridge.hpp"
 #include "state_view.hpp"
 
 #include <QCheckBox>
@@ -240,6 +241,15 @@ SettingsDialog::SettingsDialog(const UiContext& context, const core::Settings& c
     tempRow->addWidget(m_temp);
     tempRow->addStretch(1);
     rLayout->addLayout(tempRow);
+    // A device without a temperature sensor cannot be held to the limit: say so next to it.
+    m_tempUnknown = new QLabel(temperatureUnknownNotice(), rules);
+    m_tempUnknown->setObjectName(QStringLiteral("temperatureUnknown"));
+    m_tempUnknown->setWordWrap(true);
+    m_tempUnknown->hide();
+    const bool noSensor = m_ctx.bridge && m_ctx.bridge->snapshot().temperatureUnknown;
+    connect(m_tempOn, &QCheckBox::toggled, this,
+            [this, noSensor](bool on) { m_tempUnknown->setVisible(on && noSensor); });
+    rLayout->addWidget(m_tempUnknown);
     m_useWindows = new QCheckBox(tr("Only at these &times:"), rules);
     m_useWindows->setObjectName(QStringLiteral("useTimeWindows"));
     rLayout->addWidget(m_useWindows);

@@ -57,6 +57,8 @@ class SettingsDialog final : public QDialog {
     QDoubleSpinBox* downloadCapGb() const { return m_downCap; }
     QCheckBox* onlyWhenIdle() const { return m_idle; }
     QLabel* idleUnknownNote() const { return m_idleUnknown; }  // shown when idle is unknown
+    // Shown while the limit is on and the device in use reports no temperature.
+    QLabel* temperatureUnknownNote() const { return m_tempUnknown; }
     QCheckBox* useTimeWindows() const { return m_useWindows; }
     // Weekday 0 = Monday ... 6 = Sunday; each day lists any number of windows.
     QCheckBox* dayEnabled(int weekday) const { return m_days[weekday].on; }
@@ -110,6 +112,7 @@ class SettingsDialog final : public QDialog {
     QCheckBox* m_idle;
     QSpinBox* m_idleMinutes;
     QLabel* m_idleUnknown;
+    QLabel* m_tempUnknown;
     QCheckBox* m_battery;
     QCheckBox* m_useWindows;
     std::array<Day, 7> m_days;

@@ -1,5 +1,6 @@
 #include "state_view.hpp"
 
+#include "engine_words.hpp"
 #include "unit_end.hpp"
 
 #include <QCoreApplication>
@@ -34,17 +35,16 @@ QString fromStd(const std::string& s) {
 static void describeProblem(const core::EngineSnapshot& s, int64_t nowMs,
                             const core::TimeZone& zone, StateView& v) {
     using core::Problem;
-    const QString at =
-        s.nextActionAtMs ? formatLocalTime(*s.nextActionAtMs, nowMs, zone) : tr("soon");
+    const QString at = s.nextActionAtMs ? formatAt(*s.nextActionAtMs, nowMs, zone) : tr("soon");
     v.problemDetail = fromStd(s.problemDetail.empty() ? s.reason : s.problemDetail);
     v.needsAttention = core::needsAttention(s.problem);
     v.kind = v.needsAttention ? StateKind::Error : StateKind::Waiting;
     switch (s.problem) {
         case Problem::Unreachable:
-            v.headline = tr("Can't reach the training server; retrying at %1").arg(at);
+            v.headline = tr("Can't reach the training server; retrying %1").arg(at);
             return;
         case Problem::ServerBusy:
-            v.headline = tr("The training server is busy; retrying at %1").arg(at);
+            v.headline = tr("The training server is busy; retrying %1").arg(at);
             return;
         case Problem::WrongPin:
             v.headline = tr("Needs attention: the server's key does not match the pin in Settings");
@@ -72,7 +72,7 @@ static void describeProblem(const core::EngineSnapshot& s, int64_t nowMs,
             break;
     }
     v.kind = StateKind::Error;
-    v.headline = tr("Something went wrong; retrying at %1").arg(at);
+    v.headline = tr("Something went wrong; retrying %1").arg(at);
 }
 
 StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t nowMs,
@@ -108,20 +108,18 @@ StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t no
                 break;
             case EngineState::Snoozed:
                 v.kind = StateKind::Paused;
-                v.headline = s.snoozedUntilMs
-                                 ? tr("Snoozed until %1")
-                                       .arg(formatLocalTime(*s.snoozedUntilMs, nowMs, zone))
-                                 : tr("Snoozed");
+                v.headline =
+                    s.snoozedUntilMs
+                        ? tr("Snoozed until %1").arg(formatUntil(*s.snoozedUntilMs, nowMs, zone))
+                        : tr("Snoozed");
                 break;
             case EngineState::Waiting:
                 v.kind = StateKind::Waiting;
-                // The rule's reason already reads "Waiting: on battery".
-                v.headline = s.reason.empty() ? tr("Waiting") : fromStd(s.reason);
+                v.headline = s.hold ? holdText(*s.hold, nowMs, zone) : tr("Waiting");
                 break;
-            case EngineState::Idle:
+            case EngineState::Idle:  // the coordinator offered no work
                 v.kind = StateKind::Waiting;
-                v.headline = s.reason.empty() ? tr("Waiting: no work available right now")
-                                              : tr("Waiting: %1").arg(fromStd(s.reason));
+                v.headline = tr("Waiting: no work available right now");
                 break;
             case EngineState::Backoff:
                 describeProblem(s, nowMs, zone, v);
@@ -153,9 +151,9 @@ StateView describeState(const core::EngineSnapshot& s, bool attached, int64_t no
         if (s.finishThenPause && v.kind == StateKind::Working)
             parts << tr("pauses after this unit");
         // A backoff's headline already says when it retries.
-        if (!s.nextAction.empty() && v.kind != StateKind::Working &&
-            s.state != EngineState::Backoff)
-            parts << tr("next: %1").arg(fromStd(s.nextAction));
+        const QString next = nextActionText(s.next, nowMs, zone);
+        if (!next.isEmpty() && v.kind != StateKind::Working && s.state != EngineState::Backoff)
+            parts << tr("next: %1").arg(next);
         v.detail = parts.join(QStringLiteral("; "));
     }
     v.tooltip = elideChars(tr("Tandem: %1").arg(v.headline), kTooltipChars);
@@ -187,9 +185,16 @@ QString idleUnknownNotice(const QString& reason) {
     return QCoreApplication::translate(
                "tandem::ui::StateView",
                "“Only when idle” cannot be followed: Tandem cannot tell how long this "
-               "computer has been idle (%1), so it works as if the computer were idle. Switch the "
-               "rule off, or use time windows instead.")
+               "computer has been idle (%1), so it does not work. Switch the rule off, or use "
+               "“Only at these times” instead.")
         .arg(reason);
+}
+
+QString temperatureUnknownNotice() {
+    return QCoreApplication::translate(
+        "tandem::ui::StateView",
+        "The temperature limit cannot be applied: the device Tandem trains on reports no "
+        "temperature (a CPU, or a GPU without a sensor), so Tandem works without watching it.");
 }
 
 QString stateIconPath(StateKind kind) {
@@ -300,10 +305,6 @@ QString formatTokens(int64_t tokens) {
     if (tokens >= 10'000'000)
         return tr("%1 M").arg(loc.toString(static_cast<double>(tokens) / 1e6, 'f', 1));
     return loc.toString(static_cast<qlonglong>(tokens));
-}
-
-QString formatLocalTime(int64_t atMs, int64_t nowMs, const core::TimeZone& zone) {
-    return fromStd(core::describeLocalTime(atMs, nowMs, zone));
 }
 
 QString formatDateTime(int64_t atMs, const core::TimeZone& zone) {

@@ -39,9 +39,12 @@ QString breakableText(const QString& text);
 // attached: an engine runs (false before a coordinator is chosen).
 StateView describeState(const core::EngineSnapshot& snapshot, bool attached, int64_t nowMs,
                         const core::TimeZone& zone);
-// "Only when idle" is on but the idle time is unknown (reason from DBusIdleSource): what the
-// Overview and the settings dialog say about it.
+// "Only when idle" is on but the idle time is unknown (reason from DesktopIdleSource): what the
+// Overview and the settings dialog say about it (the rule then holds all work).
 QString idleUnknownNotice(const QString& reason);
+// A temperature limit is set but the device in use reports no temperature
+// (EngineSnapshot::temperatureUnknown): what the Overview and the settings dialog say.
+QString temperatureUnknownNotice();
 QString stateIconPath(StateKind kind);  // ":/icons/tray-working.svg", ...
 QIcon stateIcon(StateKind kind);
 QString stateKindName(StateKind kind);
@@ -54,10 +57,9 @@ QString workUnitStateText(
 QString unitEndText(const std::string& detail);
 
 // Small formatting helpers shared by the pages.
-QString formatBytes(int64_t bytes);            // core::formatBytes: "1.5 GB"
-QString formatDuration(int64_t milliseconds);  // "4 min", "1 h 05 min", "35 s"
-QString formatTokens(int64_t tokens);          // "1.2 M", "12 345"
-QString formatLocalTime(int64_t atMs, int64_t nowMs, const core::TimeZone& zone);
+QString formatBytes(int64_t bytes);                                // core::formatBytes: "1.5 GB"
+QString formatDuration(int64_t milliseconds);                      // "4 min", "1 h 05 min", "35 s"
+QString formatTokens(int64_t tokens);                              // "1.2 M", "12 345"
 QString formatDateTime(int64_t atMs, const core::TimeZone& zone);  // "2026-11-22 14:05"
 
 }  // namespace tandem::ui

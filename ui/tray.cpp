@@ -2,6 +2,7 @@
 
 #include "app_actions.hpp"
 #include "engine_bridge.hpp"
+#include "engine_words.hpp"
 #include "main_window.hpp"
 #include "state_view.hpp"
 #include "ui_prefs.hpp"
@@ -87,14 +88,15 @@ void TrayController::update() {
         m_errorNotified = false;
     }
     // A daily cap reached: once per day.
-    if (s.state == core::EngineState::Waiting && s.reason.find("cap") != std::string::npos) {
+    if (s.state == core::EngineState::Waiting && s.hold &&
+        (s.hold->rule == core::Rule::UploadCap || s.hold->rule == core::Rule::DownloadCap)) {
         const QString day =
             QString::fromStdString(core::toLocal(now, m_ctx.bridge->zone()).date.toString());
         if (m_capNotifiedDay != day) {
             m_capNotifiedDay = day;
             notify(tr("Daily data cap reached"),
                    tr("%1. Tandem continues tomorrow, or raise the cap in Settings.")
-                       .arg(QString::fromStdString(s.reason)));
+                       .arg(holdText(*s.hold, now, m_ctx.bridge->zone())));
         }
     }
 }

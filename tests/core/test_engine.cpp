@@ -185,8 +185,9 @@ class TestEngine : public QObject {
         QVERIFY(h.waitState(EngineState::Snoozed));
         auto s = h.snap();
         QCOMPARE(s.snoozedUntilMs, std::optional<int64_t>(kStart + 3600000));
-        QVERIFY2(s.stateText.rfind("Snoozed until ", 0) == 0, s.stateText.c_str());
+        QVERIFY2(s.stateText.rfind("Snoozed, resumes at ", 0) == 0, s.stateText.c_str());
         QCOMPARE(s.nextActionAtMs, std::optional<int64_t>(kStart + 3600000));
+        QCOMPARE(s.next.step, NextStep::ResumeAt);
         QCOMPARE(api.workRequests.load(), 0);
         h.clock.advanceMs(3599000);
         h.engine->wake();
@@ -252,6 +253,8 @@ class TestEngine : public QObject {
         QVERIFY(h.waitState(EngineState::Waiting));
         QCOMPARE(h.snap().reason, std::string("Waiting: on battery"));
         QCOMPARE(h.snap().stateText, std::string("Waiting: on battery"));
+        QCOMPARE(h.snap().hold.value().rule, Rule::OnBattery);
+        QCOMPARE(h.snap().next.step, NextStep::CheckRulesOnChange);
         QCOMPARE(api.registrations.load(), 0);
         h.probe.setPower(PowerSource::Mains);
         h.engine->wake();
@@ -308,6 +311,12 @@ class TestEngine : public QObject {
                  h.snap().reason.c_str());
         QCOMPARE(api.workRequests.load(), 1);  // fetched, then held before downloading
         QVERIFY(h.snap().nextActionAtMs.has_value());
+        QCOMPARE(h.snap().hold.value().rule, Rule::DownloadCap);
+        QCOMPARE(h.snap().hold->capBytes, int64_t{1000000});
+        QVERIFY(h.snap().hold->usedBytes > 999000);  // and the manifest's bytes
+        QVERIFY(!h.snap().hold->capReached);         // the next download would pass it
+        QCOMPARE(h.snap().next.step, NextStep::CheckRulesAt);
+        QCOMPARE(h.snap().next.atMs, h.snap().nextActionAtMs);
         // The next local day the cap resets.
         h.clock.setMs(*h.snap().nextActionAtMs + 1);
         h.engine->wake();

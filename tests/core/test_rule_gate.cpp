@@ -132,8 +132,29 @@ class TestRuleGate : public QObject {
         GateOnThread run(f, gate, true);
         QVERIFY(eventually([&] { return f.snap().state == EngineState::Waiting; }));
         QVERIFY2(f.snap().reason.find("battery") != std::string::npos, f.snap().reason.c_str());
+        QCOMPARE(f.snap().hold.value().rule, Rule::OnBattery);
         QCOMPARE(run.holds.load(), 1);
         f.setProbe({std::nullopt, PowerSource::Mains, std::nullopt});
+        QVERIFY(run.returned(true));
+    }
+
+    // "Only when idle" with no idle source: no work until the idle time can be told.
+    void unknownIdleTimeHoldsWork() {
+        EngineConfig cfg;
+        cfg.rules.onlyWhenIdle = true;
+        cfg.rules.idleThresholdSeconds = 300;
+        EnginePartsFixture f(cfg);
+        QVERIFY(f.shared);
+        RuleGate gate(*f.shared);
+        f.setProbe({std::nullopt, PowerSource::Mains, std::nullopt});
+        GateOnThread run(f, gate, true);
+        QVERIFY(eventually([&] { return f.snap().state == EngineState::Waiting; }));
+        QCOMPARE(f.snap().hold.value().rule, Rule::IdleUnknown);
+        QCOMPARE(f.snap().next.step, NextStep::CheckRulesOnChange);
+        const int before = f.probes.load();
+        QVERIFY(eventually([&] { return f.probes.load() > before + 2; }));
+        QVERIFY(run.running());
+        f.setProbe({int64_t{600}, PowerSource::Mains, std::nullopt});
         QVERIFY(run.returned(true));
     }
 
@@ -163,9 +184,11 @@ class TestRuleGate : public QObject {
         QVERIFY(f.shared);
         RuleGate gate(*f.shared);
         QVERIFY(gate.waitUntilClear(true, 0, nullptr, true));  // no temperature reported
+        QVERIFY(f.snap().temperatureUnknown);  // the limit cannot be applied: the UI says so
         f.setProbe({std::nullopt, PowerSource::Mains, 82.0});
         GateOnThread run(f, gate, true);
         QVERIFY(eventually([&] { return f.snap().state == EngineState::Waiting; }));
+        QVERIFY(!f.snap().temperatureUnknown);
         f.setProbe({std::nullopt, PowerSource::Mains, 77.0});  // below the limit, not by 5
         const int before = f.probes.load();
         QVERIFY(eventually([&] { return f.probes.load() > before + 2; }));

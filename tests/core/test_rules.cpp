@@ -151,10 +151,26 @@ class TestRules : public QObject {
         QVERIFY(!evaluateRules(c, in, kCet).allowed());
         in.idleSeconds = 300;
         QVERIFY(evaluateRules(c, in, kCet).allowed());
-        in.idleSeconds.reset();  // no idle source: the rule cannot hold
-        QVERIFY(evaluateRules(c, in, kCet).allowed());
+        QCOMPARE(v.holds[0].idleThresholdSeconds, int64_t{300});
         c.onlyWhenIdle = false;
         in.idleSeconds = 0;
+        QVERIFY(evaluateRules(c, in, kCet).allowed());
+    }
+
+    // No idle source (no desktop session, no X display): "only when idle" cannot be followed, so
+    // it holds; it never works as if the computer were idle.
+    void unknownIdleTimeHolds() {
+        RulesConfig c;
+        c.onlyWhenIdle = true;
+        RuleInputs in = at(local(9, 12, 0));
+        in.idleSeconds.reset();
+        const RulesVerdict v = evaluateRules(c, in, kCet);
+        QVERIFY(!v.allowed());
+        QCOMPARE(v.holds.size(), size_t{1});
+        QCOMPARE(v.holds[0].rule, Rule::IdleUnknown);
+        QVERIFY(!v.holds[0].mayChangeAtMs.has_value());
+        QVERIFY(contains(v.reason(), "cannot tell whether the computer is in use"));
+        c.onlyWhenIdle = false;
         QVERIFY(evaluateRules(c, in, kCet).allowed());
     }
 
@@ -165,25 +181,26 @@ class TestRules : public QObject {
         QTest::addColumn<qint64>("change");  // mayChangeAtMs when held, freeUntilMs when free
         QTest::newRow("Mon 17:59")
             << qint64(local(9, 17, 59)) << false
-            << "Waiting: outside the time window (resumes 18:00)" << qint64(local(9, 18, 0));
+            << "Waiting: outside the time window (resumes at 18:00)" << qint64(local(9, 18, 0));
         QTest::newRow("Mon 18:00")
             << qint64(local(9, 18, 0)) << true << "" << qint64(local(10, 8, 0));
         QTest::newRow("Tue 07:59 (Monday's window)")
             << qint64(local(10, 7, 59)) << true << "" << qint64(local(10, 8, 0));
         QTest::newRow("Tue 08:00")
             << qint64(local(10, 8, 0)) << false
-            << "Waiting: outside the time window (resumes 18:00)" << qint64(local(10, 18, 0));
+            << "Waiting: outside the time window (resumes at 18:00)" << qint64(local(10, 18, 0));
         QTest::newRow("Sat 07:00 (Friday's window)")
             << qint64(local(14, 7, 0)) << true << "" << qint64(local(14, 8, 0));
         QTest::newRow("Sat 08:00")
             << qint64(local(14, 8, 0)) << false
-            << "Waiting: outside the time window (resumes Mon 18:00)" << qint64(local(16, 18, 0));
+            << "Waiting: outside the time window (resumes on Monday at 18:00)"
+            << qint64(local(16, 18, 0));
         QTest::newRow("Sun 12:00") << qint64(local(15, 12, 0)) << false
-                                   << "Waiting: outside the time window (resumes tomorrow 18:00)"
+                                   << "Waiting: outside the time window (resumes tomorrow at 18:00)"
                                    << qint64(local(16, 18, 0));
         QTest::newRow("Mon 03:00 (Sunday not chosen)")
             << qint64(local(16, 3, 0)) << false
-            << "Waiting: outside the time window (resumes 18:00)" << qint64(local(16, 18, 0));
+            << "Waiting: outside the time window (resumes at 18:00)" << qint64(local(16, 18, 0));
     }
     void timeWindowAcrossMidnightOnWeekdays() {
         QFETCH(qint64, now);
@@ -232,13 +249,22 @@ class TestRules : public QObject {
         QVERIFY(!evaluateRules(c, at(local(9, 17, 0)), kCet).allowed());
         const RulesVerdict v = evaluateRules(c, at(local(9, 17, 0)), kCet);
         QCOMPARE(v.reason(),
-                 std::string("Waiting: outside the time window (resumes 2026-03-16 09:00)"));
+                 std::string("Waiting: outside the time window (resumes on 2026-03-16 at 09:00)"));
         QCOMPARE(describeLocalTime(local(13, 9, 0), local(9, 17, 0), kCet),
-                 std::string("Fri 09:00"));
+                 std::string("on Friday at 09:00"));
+        QCOMPARE(describeLocalTime(local(10, 0, 0), local(9, 17, 0), kCet),
+                 std::string("at midnight"));
+        QCOMPARE(describeLocalTime(local(10, 0, 5), local(9, 17, 0), kCet),
+                 std::string("tomorrow at 00:05"));
+        QCOMPARE(describeLocalTime(local(8, 23, 0), local(9, 17, 0), kCet),
+                 std::string("yesterday at 23:00"));
+        QVERIFY(v.holds[0].mayChangeAtMs.has_value());
+        QVERIFY(!v.holds[0].noTimeWindow);
         c.timeWindows.clear();
         const RulesVerdict none = evaluateRules(c, at(local(9, 12, 0)), kCet);
         QVERIFY(!none.allowed());
         QCOMPARE(none.reason(), std::string("Waiting: no time window is set"));
+        QVERIFY(none.holds[0].noTimeWindow);
         c.useTimeWindows = false;
         QVERIFY(evaluateRules(c, at(local(9, 12, 0)), kCet).allowed());
     }
@@ -258,11 +284,17 @@ class TestRules : public QObject {
         c.maxTemperatureC = 85;
         c.temperatureHysteresisC = 5;
         RuleInputs in = at(local(9, 12, 0));
-        QVERIFY(evaluateRules(c, in, kCet).allowed());  // no temperature reported
+        // No temperature reported: the limit cannot be applied, and the verdict says so.
+        QVERIFY(evaluateRules(c, in, kCet).allowed());
+        QVERIFY(evaluateRules(c, in, kCet).temperatureUnknown);
         in.temperatureC = 85;
         RulesVerdict v = evaluateRules(c, in, kCet);
         QVERIFY(!v.allowed());
+        QVERIFY(!v.temperatureUnknown);
         QCOMPARE(v.holds[0].rule, Rule::TooHot);
+        QCOMPARE(v.holds[0].temperatureC, 85.0);
+        QCOMPARE(v.holds[0].limitC, 85.0);
+        QVERIFY(!v.holds[0].coolingDown);
         QCOMPARE(v.reason(), std::string("Waiting: device too hot (85 °C, limit 85 °C)"));
         in.temperatureC = 84;
         QVERIFY(evaluateRules(c, in, kCet).allowed());
@@ -270,6 +302,8 @@ class TestRules : public QObject {
         v = evaluateRules(c, in, kCet);
         QVERIFY(!v.allowed());
         QCOMPARE(v.reason(), std::string("Waiting: device cooling down (84 °C, resumes at 80 °C)"));
+        QVERIFY(v.holds[0].coolingDown);
+        QCOMPARE(v.holds[0].limitC, 80.0);
         in.temperatureC = 80;
         QVERIFY(evaluateRules(c, in, kCet).allowed());
     }
@@ -288,8 +322,11 @@ class TestRules : public QObject {
         QCOMPARE(v.holds.size(), size_t{1});
         QCOMPARE(v.holds[0].rule, Rule::UploadCap);
         QCOMPARE(v.reason(), std::string("Waiting: daily upload cap reached (1.0 GB of 1.0 GB "
-                                         "used; resets tomorrow 00:00)"));
+                                         "used; resets at midnight)"));
         QCOMPARE(v.holds[0].mayChangeAtMs.value(), local(10, 0, 0));
+        QCOMPARE(v.holds[0].usedBytes, int64_t{1'000'000'000});
+        QCOMPARE(v.holds[0].capBytes, int64_t{1'000'000'000});
+        QVERIFY(v.holds[0].capReached);
         // The next unit's download would pass the cap.
         in.bytesUpToday = 0;
         in.nextDownloadBytes = 1'000'000'001;
@@ -297,6 +334,7 @@ class TestRules : public QObject {
         QCOMPARE(v.holds.size(), size_t{1});
         QCOMPARE(v.holds[0].rule, Rule::DownloadCap);
         QVERIFY(contains(v.reason(), "daily download cap would be exceeded (4.0 GB of 5.0 GB"));
+        QVERIFY(!v.holds[0].capReached);
         in.nextDownloadBytes = 1'000'000'000;
         QVERIFY(evaluateRules(c, in, kCet).allowed());
     }

@@ -69,8 +69,9 @@ class TestUiPages : public QObject {
         QCOMPARE(page.series()->count(), 1);
         QBarSet* set = page.series()->barSets().front();
         QCOMPARE(set->count(), ui::ContributionsPage::kDays);
-        QCOMPARE(page.categories()->categories().front(), QStringLiteral("11-09"));
-        QCOMPARE(page.categories()->categories().back(), QStringLiteral("11-22"));
+        // Days in the locale's short date format without the year (here the C locale's).
+        QCOMPARE(page.categories()->categories().front(), QStringLiteral("9 Nov"));
+        QCOMPARE(page.categories()->categories().back(), QStringLiteral("22 Nov"));
         QCOMPARE(set->at(11), 1000.0);
         QCOMPARE(set->at(12), 2000.0);
         QCOMPARE(set->at(13), 0.0);
@@ -426,12 +427,17 @@ class TestUiPages : public QObject {
         QCOMPARE(v.kind, ui::StateKind::Paused);
         QCOMPARE(v.headline, QStringLiteral("Snoozed until 15:00"));
         s.state = core::EngineState::Waiting;
-        s.reason = "Waiting: on battery";
-        s.nextAction = "check again when it changes";
+        // The words come from the codes; core's English (for the log) is never shown.
+        s.reason = "core's English";
+        s.nextAction = "core's English";
+        s.hold = core::Hold{};
+        s.hold->rule = core::Rule::OnBattery;
+        s.next = core::NextAction(core::NextStep::CheckRulesOnChange);
         v = ui::describeState(s, true, kNowMs, m_zone);
         QCOMPARE(v.kind, ui::StateKind::Waiting);
         QCOMPARE(v.headline, QStringLiteral("Waiting: on battery"));
-        QVERIFY(v.detail.endsWith(QStringLiteral("next: check again when it changes")));
+        QVERIFY2(v.detail.endsWith(QStringLiteral("next: check again when that changes")),
+                 qPrintable(v.detail));
         s.state = core::EngineState::Backoff;
         s.reason = "request work: connection refused";
         s.problem = core::Problem::Unreachable;

@@ -5,19 +5,19 @@
     <name>QObject</name>
     <message>
         <location filename="../../app/tandem_main.cpp" line="+259"/>
-        <location line="+59"/>
+        <location line="+60"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
     <message>
-        <location line="-58"/>
+        <location line="-59"/>
         <source>The settings in %1 cannot be used: %2
 Tandem starts with the defaults; fix or delete the file.</source>
         <translation>Die Einstellungen in %1 können nicht verwendet werden: %2
 Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.</translation>
     </message>
     <message>
-        <location line="+75"/>
+        <location line="+76"/>
         <source>Tandem cannot start: %1</source>
         <translation>Tandem kann nicht starten: %1</translation>
     </message>
@@ -25,7 +25,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>main</name>
     <message>
-        <location line="-149"/>
+        <location line="-150"/>
         <source>Donate this computer&apos;s spare GPU time to the training of an open language model.</source>
         <translation>Spenden Sie die freie GPU-Zeit dieses Computers für das Training eines offenen Sprachmodells.</translation>
     </message>
@@ -61,9 +61,22 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
     </message>
 </context>
 <context>
+    <name>tandem::app</name>
+    <message>
+        <location filename="../../app/desktop_services.cpp" line="+35"/>
+        <source>no NVIDIA driver found (libcuda.so.1 is not installed)</source>
+        <translation>kein NVIDIA-Treiber gefunden (libcuda.so.1 ist nicht installiert)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>%1 has compute capability %2.%3; Tandem needs 7.5 or newer</source>
+        <translation>%1 hat die Compute Capability %2.%3; Tandem braucht 7.5 oder neuer</translation>
+    </message>
+</context>
+<context>
     <name>tandem::app::DesktopServices</name>
     <message>
-        <location filename="../../app/desktop_services.cpp" line="+48"/>
+        <location line="+27"/>
         <source>%1, compute capability %2.%3</source>
         <translation>%1, Compute Capability %2.%3</translation>
     </message>
@@ -142,17 +155,17 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Pausiert</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Snoozed until %1</source>
         <translation>Ruht bis %1</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+1"/>
         <source>Snoozed</source>
         <translation>Ruht</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+4"/>
         <source>Waiting</source>
         <translation>Wartet</translation>
     </message>
@@ -162,27 +175,185 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Wartet: gerade keine Arbeit verfügbar</translation>
     </message>
     <message>
+        <location filename="../engine_words.cpp" line="+31"/>
+        <source>today&apos;s upload cap is reached (%1 of %2; resets %3)</source>
+        <translation>die Upload-Grenze für heute ist erreicht (%1 von %2; wird %3 zurückgesetzt)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>the next upload would pass today&apos;s cap (%1 of %2 used; resets %3)</source>
+        <translation>der nächste Upload würde die Grenze für heute überschreiten (%1 von %2 verbraucht; wird %3 zurückgesetzt)</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>today&apos;s download cap is reached (%1 of %2; resets %3)</source>
+        <translation>die Download-Grenze für heute ist erreicht (%1 von %2; wird %3 zurückgesetzt)</translation>
+    </message>
+    <message>
         <location line="+1"/>
+        <source>the next download would pass today&apos;s cap (%1 of %2 used; resets %3)</source>
+        <translation>der nächste Download würde die Grenze für heute überschreiten (%1 von %2 verbraucht; wird %3 zurückgesetzt)</translation>
+    </message>
+    <message>
+        <location line="+38"/>
+        <source>at %1</source>
+        <translation>um %1</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <location line="+52"/>
+        <source>at midnight</source>
+        <translation>um Mitternacht</translation>
+    </message>
+    <message>
+        <location line="-50"/>
+        <source>tomorrow at %1</source>
+        <translation>morgen um %1</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>yesterday at %1</source>
+        <translation>gestern um %1</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <location line="+1"/>
+        <source>on %1 at %2</source>
+        <translation>am %1 um %2</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>midnight</source>
+        <translation>Mitternacht</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>tomorrow %1</source>
+        <translation>morgen %1</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>on battery</source>
+        <translation>läuft auf Akku</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>“Only at these times” is on, but no time is chosen</source>
+        <translation>„Nur zu diesen Zeiten“ ist eingeschaltet, aber keine Zeit ist gewählt</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>outside the chosen times (resumes %1)</source>
+        <translation>außerhalb der gewählten Zeiten (geht %1 weiter)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>outside the chosen times</source>
+        <translation>außerhalb der gewählten Zeiten</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>the computer is in use (resumes after %1 min idle)</source>
+        <translation>der Computer wird benutzt (geht nach %1 min Leerlauf weiter)</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Tandem cannot tell whether the computer is in use</source>
+        <translation>Tandem kann nicht feststellen, ob der Computer benutzt wird</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>the device is cooling down (%1, resumes at %2)</source>
+        <translation>das Gerät kühlt ab (%1, geht bei %2 weiter)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>the device is too hot (%1, limit %2)</source>
+        <translation>das Gerät ist zu heiß (%1, Grenze %2)</translation>
+    </message>
+    <message>
+        <location line="+11"/>
         <source>Waiting: %1</source>
         <translation>Wartet: %1</translation>
     </message>
     <message>
-        <location line="-86"/>
+        <location line="+5"/>
+        <location filename="../state_view.cpp" line="-84"/>
         <source>soon</source>
         <translation>bald</translation>
     </message>
     <message>
         <location line="+6"/>
-        <source>Can&apos;t reach the training server; retrying at %1</source>
-        <translation>Trainingsserver nicht erreichbar; neuer Versuch um %1</translation>
+        <source>register with the training server</source>
+        <translation>beim Trainingsserver anmelden</translation>
     </message>
     <message>
-        <location line="+3"/>
-        <source>The training server is busy; retrying at %1</source>
-        <translation>Der Trainingsserver ist ausgelastet; neuer Versuch um %1</translation>
+        <location line="+2"/>
+        <source>ask for a work unit</source>
+        <translation>eine Arbeitseinheit anfordern</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+2"/>
+        <source>train work unit %1</source>
+        <translation>Arbeitseinheit %1 trainieren</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>send work unit %1 after step %2</source>
+        <translation>Arbeitseinheit %1 nach Schritt %2 senden</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>stop once the results are sent</source>
+        <translation>beenden, sobald die Ergebnisse gesendet sind</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>the next work unit once the results are sent</source>
+        <translation>die nächste Arbeitseinheit, sobald die Ergebnisse gesendet sind</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>resume to continue</source>
+        <translation>zum Weitermachen „Fortsetzen“ wählen</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>resumes %1</source>
+        <translation>geht %1 weiter</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>check again %1</source>
+        <translation>prüft erneut %1</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>check again when that changes</source>
+        <translation>prüft erneut, sobald sich das ändert</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>try again %1</source>
+        <translation>versucht es %1 erneut</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>sending work unit %1 waits: %2</source>
+        <translation>das Senden von Arbeitseinheit %1 wartet: %2</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>sending work unit %1 waits</source>
+        <translation>das Senden von Arbeitseinheit %1 wartet</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>send work unit %1 again %2</source>
+        <translation>Arbeitseinheit %1 %2 erneut senden</translation>
+    </message>
+    <message>
+        <location filename="../state_view.cpp" line="+12"/>
         <source>Needs attention: the server&apos;s key does not match the pin in Settings</source>
         <translation>Handlungsbedarf: Der Schlüssel des Servers passt nicht zum festgelegten Schlüssel in den Einstellungen</translation>
     </message>
@@ -207,12 +378,22 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Handlungsbedarf: Der Datenträger mit Tandems Daten ist voll</translation>
     </message>
     <message>
-        <location line="+8"/>
-        <source>Something went wrong; retrying at %1</source>
-        <translation>Etwas ist schiefgegangen; neuer Versuch um %1</translation>
+        <location line="-23"/>
+        <source>Can&apos;t reach the training server; retrying %1</source>
+        <translation>Trainingsserver nicht erreichbar; neuer Versuch %1</translation>
     </message>
     <message>
-        <location line="+56"/>
+        <location line="+3"/>
+        <source>The training server is busy; retrying %1</source>
+        <translation>Der Trainingsserver ist ausgelastet; neuer Versuch %1</translation>
+    </message>
+    <message>
+        <location line="+28"/>
+        <source>Something went wrong; retrying %1</source>
+        <translation>Etwas ist schiefgegangen; neuer Versuch %1</translation>
+    </message>
+    <message>
+        <location line="+54"/>
         <source>Stopped</source>
         <translation>Angehalten</translation>
     </message>
@@ -247,7 +428,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>Tandem: %1</translation>
     </message>
     <message>
-        <location line="+70"/>
+        <location line="+77"/>
         <source>Assigned</source>
         <translation>Zugeteilt</translation>
     </message>
@@ -420,7 +601,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
 <context>
     <name>tandem::ui::ContributionsPage</name>
     <message>
-        <location filename="../contributions_page.cpp" line="+37"/>
+        <location filename="../contributions_page.cpp" line="+38"/>
         <source>Totals</source>
         <translation>Summen</translation>
     </message>
@@ -572,7 +753,7 @@ Tandem startet mit den Standardwerten; korrigieren oder löschen Sie die Datei.<
         <translation>%L1 trainiert, %L2 angenommen, %L3 warten auf eine Quittung</translation>
     </message>
     <message>
-        <location line="+75"/>
+        <location line="+73"/>
         <source>%1 (partial: %2 of %3 steps)</source>
         <translation>%1 (teilweise: %2 von %3 Schritten)</translation>
     </message>
@@ -1213,6 +1394,26 @@ Latenz: %3 ms</translation>
     <name>tandem::ui::NetworkPage</name>
     <message>
         <location filename="../network_page.cpp" line="+32"/>
+        <source>work unit description</source>
+        <translation>Beschreibung der Arbeitseinheit</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>model weights</source>
+        <translation>Gewichte des Modells</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>training text</source>
+        <translation>Trainingstext</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>result</source>
+        <translation>Ergebnis</translation>
+    </message>
+    <message>
+        <location line="+8"/>
         <source>%1 of %2 today</source>
         <translation>%1 von %2 heute</translation>
     </message>
@@ -1268,18 +1469,18 @@ Latenz: %3 ms</translation>
     </message>
     <message>
         <location line="+4"/>
-        <location line="+127"/>
+        <location line="+125"/>
         <source>sent</source>
         <translation>gesendet</translation>
     </message>
     <message>
-        <location line="-126"/>
-        <location line="+126"/>
+        <location line="-124"/>
+        <location line="+124"/>
         <source>received</source>
         <translation>empfangen</translation>
     </message>
     <message>
-        <location line="-112"/>
+        <location line="-110"/>
         <source>Transfer log</source>
         <translation>Übertragungsprotokoll</translation>
     </message>
@@ -1355,7 +1556,7 @@ Latenz: %3 ms</translation>
         <translation>Das Journal kann nicht gelesen werden: %1</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+51"/>
         <source> (unit %1)</source>
         <translation> (Einheit %1)</translation>
     </message>
@@ -1378,7 +1579,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::OverviewPage</name>
     <message>
-        <location filename="../overview_page.cpp" line="+41"/>
+        <location filename="../overview_page.cpp" line="+42"/>
         <source>State icon</source>
         <translation>Zustandssymbol</translation>
     </message>
@@ -1394,17 +1595,17 @@ Latenz: %3 ms</translation>
     </message>
     <message>
         <location line="+3"/>
-        <location line="+106"/>
+        <location line="+115"/>
         <source>Finish this unit first</source>
         <translation>Erst diese Einheit fertigstellen</translation>
     </message>
     <message>
-        <location line="-102"/>
+        <location line="-111"/>
         <source>Finish current unit, then pause</source>
         <translation>Aktuelle Einheit beenden, dann pausieren</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location line="+25"/>
         <source>Current work unit</source>
         <translation>Aktuelle Arbeitseinheit</translation>
     </message>
@@ -1469,7 +1670,7 @@ Latenz: %3 ms</translation>
         <translation>Ein Tag kostet:</translation>
     </message>
     <message>
-        <location line="+39"/>
+        <location line="+42"/>
         <source>&amp;Resume</source>
         <translation>&amp;Fortsetzen</translation>
     </message>
@@ -1534,12 +1735,12 @@ Latenz: %3 ms</translation>
         <translation>etwa %1</translation>
     </message>
     <message>
-        <location line="+22"/>
+        <location line="+26"/>
         <source>work unit %1 not counted %2: %3</source>
         <translation>Arbeitseinheit %1 nicht gezählt %2: %3</translation>
     </message>
     <message>
-        <location line="-24"/>
+        <location line="-28"/>
         <source>measuring…</source>
         <translation>misst …</translation>
     </message>
@@ -1554,7 +1755,7 @@ Latenz: %3 ms</translation>
         <translation>%1 Tokens/s</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+11"/>
         <source>work unit %1 accepted %2 (round %3, credit %4)</source>
         <translation>Arbeitseinheit %1 angenommen %2 (Runde %3, Guthaben %4)</translation>
     </message>
@@ -1587,7 +1788,7 @@ Latenz: %3 ms</translation>
 <context>
     <name>tandem::ui::PerformancePage</name>
     <message>
-        <location filename="../performance_page.cpp" line="+47"/>
+        <location filename="../performance_page.cpp" line="+48"/>
         <source>&amp;Show:</source>
         <translation>&amp;Zeigen:</translation>
     </message>
@@ -1680,7 +1881,7 @@ Latenz: %3 ms</translation>
         <translation>Quittung für Arbeitseinheit %1</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+13"/>
         <source>✔ Verified: signed by the coordinator this computer registered with.</source>
         <translation>✔ Geprüft: signiert vom Koordinator, bei dem dieser Computer registriert ist.</translation>
     </message>
@@ -1905,7 +2106,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::SettingsDialog</name>
     <message>
-        <location filename="../settings_dialog.cpp" line="+79"/>
+        <location filename="../settings_dialog.cpp" line="+80"/>
         <source>Monday</source>
         <translation>Montag</translation>
     </message>
@@ -2066,7 +2267,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Temperaturgrenze</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+14"/>
         <source>Only at these &amp;times:</source>
         <translation>Nur zu diesen &amp;Zeiten:</translation>
     </message>
@@ -2268,15 +2469,20 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::StateView</name>
     <message>
-        <location filename="../state_view.cpp" line="-114"/>
-        <source>“Only when idle” cannot be followed: Tandem cannot tell how long this computer has been idle (%1), so it works as if the computer were idle. Switch the rule off, or use time windows instead.</source>
-        <translation>„Nur im Leerlauf“ kann nicht eingehalten werden: Tandem kann nicht feststellen, wie lange dieser Computer schon im Leerlauf ist (%1), und arbeitet daher, als wäre er im Leerlauf. Schalten Sie die Regel aus, oder nutzen Sie stattdessen Zeitfenster.</translation>
+        <location filename="../state_view.cpp" line="-121"/>
+        <source>“Only when idle” cannot be followed: Tandem cannot tell how long this computer has been idle (%1), so it does not work. Switch the rule off, or use “Only at these times” instead.</source>
+        <translation>„Nur im Leerlauf“ kann nicht eingehalten werden: Tandem kann nicht feststellen, wie lange dieser Computer schon im Leerlauf ist (%1), und arbeitet daher nicht. Schalten Sie die Regel aus, oder nutzen Sie stattdessen „Nur zu diesen Zeiten“.</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>The temperature limit cannot be applied: the device Tandem trains on reports no temperature (a CPU, or a GPU without a sensor), so Tandem works without watching it.</source>
+        <translation>Die Temperaturgrenze kann nicht angewandt werden: Das Gerät, auf dem Tandem trainiert, meldet keine Temperatur (ein Prozessor oder eine GPU ohne Sensor), daher arbeitet Tandem, ohne sie zu überwachen.</translation>
     </message>
 </context>
 <context>
     <name>tandem::ui::TrayController</name>
     <message>
-        <location filename="../tray.cpp" line="+20"/>
+        <location filename="../tray.cpp" line="+21"/>
         <source>Tandem</source>
         <translation>Tandem</translation>
     </message>
@@ -2291,7 +2497,7 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Tandem braucht Ihre Aufmerksamkeit</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>Daily data cap reached</source>
         <translation>Tägliche Datengrenze erreicht</translation>
     </message>
@@ -2341,6 +2547,34 @@ Tandem fragt in einer Minute erneut.</translation>
         <location line="+1"/>
         <source>Work unit %1 is now part of the shared model. Thank you!</source>
         <translation>Arbeitseinheit %1 ist jetzt Teil des gemeinsamen Modells. Vielen Dank!</translation>
+    </message>
+</context>
+<context>
+    <name>tandem::ui::X11IdleSource</name>
+    <message>
+        <location filename="../idle_x11.cpp" line="+36"/>
+        <source>on Wayland the X server does not see all input</source>
+        <translation>unter Wayland sieht der X-Server nicht alle Eingaben</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>there is no X display (DISPLAY is not set)</source>
+        <translation>es gibt keine X-Anzeige (DISPLAY ist nicht gesetzt)</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>the X display %1 cannot be opened</source>
+        <translation>die X-Anzeige %1 lässt sich nicht öffnen</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>the X server has no MIT-SCREEN-SAVER extension</source>
+        <translation>der X-Server hat keine MIT-SCREEN-SAVER-Erweiterung</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>the X server did not tell the idle time</source>
+        <translation>der X-Server hat die Leerlaufzeit nicht mitgeteilt</translation>
     </message>
 </context>
 <context>
