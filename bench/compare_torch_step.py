@@ -104,6 +104,9 @@ def compare(args, config, threads, work):
                     "perRoundMax": max(ratios),
                     "ofCpuMedians": statistics.median(torch_cpu) / statistics.median(tandem_cpu)},
         "load": {"min": min(r["load"] for r in rounds), "max": max(r["load"] for r in rounds)},
+        # libgomp spins at PyTorch's barriers unless this says PASSIVE: on a loaded machine that
+        # decides its two-thread times (docs/benchmarks.md)
+        "torchOmpWaitPolicy": os.environ.get("OMP_WAIT_POLICY", "unset"),
         "maxLossDifference": worst,
         "firstLoss": rounds[0]["tandem"]["losses"][0],
     }
@@ -129,33 +132,36 @@ def main():
         sys.exit(f"compare_torch_step: no libblas.so.3 in {args.torch_blas} "
                  "(apt-get install libopenblas0-openmp, or give --torch-blas)")
 
-    results = []
+    header = (f"{'config':8} {'thr':>3} {'tandem ms':>17} {'pytorch ms':>17} {'x (mins)':>8} "
+              f"{'x (medians)':>11} {'x per round':>17} {'x cpu':>6} {'load':>10} "
+              f"{'max |dloss|':>11}")
+    results, lines, failed = [], [], False
     with tempfile.TemporaryDirectory(prefix="tandem-vs-torch-") as work:
         for config in args.configs.split(","):
             for threads in (int(t) for t in args.threads.split(",")):
-                results.append(compare(args, config, threads, work))
-
+                r = compare(args, config, threads, work)
+                results.append(r)
+                s = r["speedup"]
+                lines.append(
+                    f"{r['config']:8} {r['threads']:>3} "
+                    f"{r['tandemStepMs']['min']:>8.1f}/{r['tandemStepMs']['median']:<8.1f} "
+                    f"{r['torchStepMs']['min']:>8.1f}/{r['torchStepMs']['median']:<8.1f} "
+                    f"{s['ofMins']:>8.2f} {s['ofMedians']:>11.2f} "
+                    f"{s['perRoundMin']:>5.2f}-{s['perRoundMedian']:.2f}-{s['perRoundMax']:<5.2f} "
+                    f"{s['ofCpuMedians']:>6.2f} {r['load']['min']:>4.1f}-{r['load']['max']:<5.1f} "
+                    f"{r['maxLossDifference']:>11.2e}")
+                print(header + "\n" + lines[-1], flush=True)
+                if not r["maxLossDifference"] <= args.loss_tolerance:
+                    failed = True
+                    print(f"  the losses differ by more than {args.loss_tolerance}: "
+                          "not the same training", file=sys.stderr)
+                if args.json:  # after every pair, so that an interrupted series keeps its rows
+                    with open(args.json, "w") as f:
+                        json.dump({"benchmark": "tandem-vs-pytorch", "results": results}, f,
+                                  indent=1)
     print(f"\nms per step (B = {args.batch}): min / median over {args.rounds} rounds of each "
-          f"run's median of {args.steps} steps")
-    print(f"{'config':8} {'thr':>3} {'tandem ms':>17} {'pytorch ms':>17} {'x (mins)':>8} "
-          f"{'x (medians)':>11} {'x per round':>17} {'x cpu':>6} {'load':>10} {'max |dloss|':>11}")
-    failed = False
-    for r in results:
-        s = r["speedup"]
-        print(f"{r['config']:8} {r['threads']:>3} "
-              f"{r['tandemStepMs']['min']:>8.1f}/{r['tandemStepMs']['median']:<8.1f} "
-              f"{r['torchStepMs']['min']:>8.1f}/{r['torchStepMs']['median']:<8.1f} "
-              f"{s['ofMins']:>8.2f} {s['ofMedians']:>11.2f} "
-              f"{s['perRoundMin']:>5.2f}-{s['perRoundMedian']:.2f}-{s['perRoundMax']:<5.2f} "
-              f"{s['ofCpuMedians']:>6.2f} {r['load']['min']:>4.1f}-{r['load']['max']:<5.1f} "
-              f"{r['maxLossDifference']:>11.2e}")
-        if not r["maxLossDifference"] <= args.loss_tolerance:
-            failed = True
-            print(f"  the losses differ by more than {args.loss_tolerance}: not the same training",
-                  file=sys.stderr)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"benchmark": "tandem-vs-pytorch", "results": results}, f, indent=1)
+          f"run's median of {args.steps} steps; x: PyTorch's time / Tandem's")
+    print(header + "\n" + "\n".join(lines))
     return 1 if failed else 0
 
 
