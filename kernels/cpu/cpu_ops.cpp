@@ -279,8 +279,8 @@ constexpr int64_t kMatmulBlockMultiple = 48;
 // Rows (or output channels) per matrix-product task: count / pieces rounded up to a multiple
 // of kMatmulBlockMultiple; the pool hands the blocks out as threads come free. One thread
 // takes one block: each block packs its whole other operand again (for row blocks the
-// weights; with quarters at one thread, OpenBLAS's packing took 11% of the `small` step's CPU
-// time).
+// weights; at one thread OpenBLAS's packing took 11-15% of the `small` step's CPU time with
+// quarters, 10% with one block).
 int64_t matmulBlock(int64_t count, int64_t pieces, int threads) {
     if (threads == 1)
         return std::max<int64_t>(count, 1);
