@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,7 +48,11 @@ const char* kUsage =
     "  --steps N        timed steps (default 10)\n"
     "  --warmup N       untimed steps first (default 2)\n"
     "  --seed N         parameter and token seed (default 1)\n"
-    "  --json FILE      also write the results as JSON\n"
+    "  --json FILE      also write the results as JSON (with every step's loss and time)\n"
+    "  --dump DIR       write the start parameters (parameters.f32), their table (layout.tsv)\n"
+    "                   and every step's inputs and targets (tokens.i32) to DIR, for another\n"
+    "                   program to train the same model on the same data (bench/torch_step.py);\n"
+    "                   needs a single run\n"
     "  --help           this text\n";
 
 struct Options {
@@ -55,7 +60,7 @@ struct Options {
     std::vector<int> batches, threads;
     int steps = 10, warmup = 2;
     uint64_t seed = 1;
-    std::string jsonPath;
+    std::string jsonPath, dumpDir;
 };
 
 struct RunResult {
@@ -65,6 +70,8 @@ struct RunResult {
     double medianMs = 0, minMs = 0, maxMs = 0, tokensPerSecond = 0;
     double cpuMsMedian = 0;  // process CPU time per step: shows when other work took the cores
     float firstLoss = 0, lastLoss = 0;
+    std::vector<float> losses;      // every step's, warm-up included
+    std::vector<double> allStepMs;  // the timed steps, in order
     double mfu = 0;  // model FLOPs utilisation against the GPU's fp32 peak; 0: no GPU
     UnitMemoryEstimate estimate;
     int64_t peakRssBytes = 0;
@@ -161,6 +168,8 @@ int parseOptions(int argc, char** argv, Options* options) {
                 options->seed = static_cast<uint64_t>(number);
         } else if (flag == "--json") {
             options->jsonPath = value;
+        } else if (flag == "--dump") {
+            options->dumpDir = value;
         } else {
             std::fprintf(stderr, "tandem-bench-step: unknown option '%s' (see --help)\n",
                          flag.c_str());
@@ -176,7 +185,39 @@ int parseOptions(int argc, char** argv, Options* options) {
     if (options->threads.empty())
         options->threads.push_back(
             std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+    const size_t runs = options->backends.size() * options->configs.size() *
+                        options->batches.size() * options->threads.size();
+    if (!options->dumpDir.empty() && runs != 1) {
+        std::fprintf(stderr,
+                     "tandem-bench-step: --dump needs a single run (one --backend, "
+                     "--config, --batch and --threads)\n");
+        return 2;
+    }
     return 0;
+}
+
+// Raw little-endian values, as numpy's fromfile reads them.
+template <typename Value>
+Status writeRaw(const std::string& path, const std::vector<Value>& values) {
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(values.data()),
+               static_cast<std::streamsize>(values.size() * sizeof(Value)));
+    return file ? Status{} : makeError("could not write " + path);
+}
+
+// The start parameters and their table: one line per tensor, "name offset dim0 [dim1]".
+Status dumpModel(const std::string& dir, const ParameterLayout& layout,
+                 const std::vector<float>& parameters) {
+    std::ofstream table(dir + "/layout.tsv");
+    for (const TensorInfo& t : layout.tensors()) {
+        table << t.name << '\t' << t.offset;
+        for (int d : t.shape)
+            table << '\t' << d;
+        table << '\n';
+    }
+    if (!table)
+        return makeError("could not write " + dir + "/layout.tsv");
+    return writeRaw(dir + "/parameters.f32", parameters);
 }
 
 Expected<RunResult> runOne(const Options& options, const std::string& backendName,
@@ -197,6 +238,10 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     initParameters(layout, parameters, options.seed);
     if (auto s = backend.loadParameters(parameters); !s)
         return s.error();
+    if (!options.dumpDir.empty()) {
+        if (auto s = dumpModel(options.dumpDir, layout, parameters); !s)
+            return s.error();
+    }
 
     Rng rng(options.seed ^ 0x5eedull);
     const size_t n = static_cast<size_t>(B) * T;
@@ -204,10 +249,15 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     const AdamWConfig adamw;
     RunResult result;
     std::vector<double> stepMs, cpuMs;
+    std::vector<int32_t> allTokens;  // per step: inputs, then targets (--dump only)
     for (int step = 0; step < options.warmup + options.steps; ++step) {
         for (size_t i = 0; i < n; ++i) {
             inputs[i] = static_cast<int32_t>(rng.below(uint64_t(config->vocabSize)));
             targets[i] = static_cast<int32_t>(rng.below(uint64_t(config->vocabSize)));
+        }
+        if (!options.dumpDir.empty()) {
+            allTokens.insert(allTokens.end(), inputs.begin(), inputs.end());
+            allTokens.insert(allTokens.end(), targets.begin(), targets.end());
         }
         const double cpuStart = processCpuMs();
         const auto start = std::chrono::steady_clock::now();
@@ -224,11 +274,17 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
         if (step == 0)
             result.firstLoss = *loss;
         result.lastLoss = *loss;
+        result.losses.push_back(*loss);
         if (step >= options.warmup) {
             stepMs.push_back(std::chrono::duration<double, std::milli>(end - start).count());
             cpuMs.push_back(cpuEnd - cpuStart);
         }
     }
+    if (!options.dumpDir.empty()) {
+        if (auto s = writeRaw(options.dumpDir + "/tokens.i32", allTokens); !s)
+            return s.error();
+    }
+    result.allStepMs = stepMs;
     // `parameters` stayed alive all along, as the worker's start weights do.
     if (auto s = workerUnitEnd(backend, *config, parameters); !s)
         return s.error();
@@ -252,6 +308,15 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     return result;
 }
 
+// A number as JSON has it (NaN and Inf, which JSON lacks, as null).
+std::string jsonNumber(double value, const char* format) {
+    if (!std::isfinite(value))
+        return "null";
+    char text[64];
+    std::snprintf(text, sizeof text, format, value);
+    return text;
+}
+
 bool writeJson(const std::string& path, const std::string& cpu,
                const std::vector<RunResult>& results) {
     std::ofstream file(path);
@@ -270,15 +335,22 @@ bool writeJson(const std::string& path, const std::string& cpu,
                       "\"stepMsMin\": %.3f, \"stepMsMax\": %.3f, \"cpuMsMedian\": %.3f, "
                       "\"tokensPerSecond\": %.1f, "
                       "\"parameters\": %lld, \"firstLoss\": %.6f, \"lastLoss\": %.6f, "
-                      "\"mfu\": %.4f, \"estimateBytes\": %lld, \"peakRssBytes\": %lld}%s\n",
+                      "\"mfu\": %.4f, \"estimateBytes\": %lld, \"peakRssBytes\": %lld, "
+                      "\"vocab\": %d, ",
                       bench::jsonEscape(r.backend).c_str(), bench::jsonEscape(r.configName).c_str(),
                       r.config.layers, r.config.heads, r.config.channels, r.config.maxSeqLen,
                       r.batch, r.threads, r.steps, r.warmup, r.medianMs, r.minMs, r.maxMs,
                       r.cpuMsMedian, r.tokensPerSecond,
                       static_cast<long long>(r.config.parameterCount()), r.firstLoss, r.lastLoss,
                       r.mfu, static_cast<long long>(r.estimate.sharedTotalBytes()),
-                      static_cast<long long>(r.peakRssBytes), i + 1 < results.size() ? "," : "");
-        file << line;
+                      static_cast<long long>(r.peakRssBytes), r.config.vocabSize);
+        file << line << "\"losses\": [";
+        for (size_t k = 0; k < r.losses.size(); ++k)
+            file << (k ? ", " : "") << jsonNumber(r.losses[k], "%.7g");
+        file << "], \"stepMs\": [";
+        for (size_t k = 0; k < r.allStepMs.size(); ++k)
+            file << (k ? ", " : "") << jsonNumber(r.allStepMs[k], "%.3f");
+        file << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
     }
     file << "  ]\n}\n";
     return static_cast<bool>(file);

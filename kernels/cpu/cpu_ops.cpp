@@ -6,12 +6,12 @@
 // tensor sits at (b*T + t)*C + c.
 //
 // How the work is split:
-// - Matrix products: OpenBLAS runs single-threaded inside each pool task, on a fixed block of
-//   output rows whose size depends on the shape only; the pool hands blocks to whichever thread
-//   is free, which keeps both cores busy when one is slowed by other work. One set of threads (the
-//   pool's) does all the work; letting OpenBLAS start its own threads as well would put two
-//   spinning thread teams on the same cores, and its threads would sit idle (or spin) during every
-//   non-BLAS op.
+// - Matrix products: OpenBLAS runs single-threaded inside each pool task, on a block of output
+//   rows; the pool hands blocks to whichever thread is free, which keeps both cores busy when
+//   one is slowed by other work; one thread takes a whole product in one call (see matmulBlock).
+//   One set of threads (the pool's) does all the work; letting OpenBLAS start its own threads
+//   as well would put two spinning thread teams on the same cores, and its threads would sit
+//   idle (or spin) during every non-BLAS op.
 // - Row-wise ops (layernorm, softmax, encoder forward) split rows; element-wise ops split N.
 // - Reductions over rows (layernorm dweight/dbias, matmul dbias, encoder backward) split
 //   columns, and each column sums its rows in order, so no partial sums need combining and the
@@ -267,18 +267,29 @@ TANDEM_HOT void adamwRange(float* params, const float* grads, float* m, float* v
     }
 }
 
-// A fixed number of chunks for whole-buffer reductions, so the order of the partial sums
-// depends on N only, never on the thread count.
+// Blocks of a matrix product start at multiples of 48 rows (or dweight's output channels).
+// OpenBLAS's micro-kernel takes the rows of a call in groups of its unroll width (12 for the
+// Zen kernel measured here) and computes a call's last, partial group along another path, with
+// another rounding (blocks of 16, 32, 64 or 256 rows changed 3-20% of the results); a block
+// boundary on a multiple of the width (48 is one of 4, 8, 12, 16 and 24) leaves each row in the
+// same kind of group as one call over all rows would. So the split changes no bit, and one
+// thread can take a whole product in one call (test_cpu_ops matmulSplitKeepsBits).
+constexpr int64_t kMatmulBlockMultiple = 48;
+
 // Rows (or output channels) per matrix-product task: count / pieces rounded up to a multiple
-// of 16. It depends on the shape only, so the split, and with it every result, is the same for
-// any thread count; the pool hands the blocks out as threads come free. Few, large blocks: each
-// product packs its whole other operand again (with eighths, OpenBLAS's packing took 15% of the
-// `small` step's CPU time; with quarters, and halves for dweight, 11%).
-int64_t matmulBlock(int64_t count, int64_t pieces) {
+// of kMatmulBlockMultiple; the pool hands the blocks out as threads come free. One thread
+// takes one block: each block packs its whole other operand again (for row blocks the
+// weights; at one thread OpenBLAS's packing took 11-15% of the `small` step's CPU time with
+// quarters, 10% with one block).
+int64_t matmulBlock(int64_t count, int64_t pieces, int threads) {
+    if (threads == 1)
+        return std::max<int64_t>(count, 1);
     const int64_t piece = (count + pieces - 1) / pieces;
-    return std::max<int64_t>(16, (piece + 15) / 16 * 16);
+    return (piece + kMatmulBlockMultiple - 1) / kMatmulBlockMultiple * kMatmulBlockMultiple;
 }
 
+// A fixed number of chunks for whole-buffer reductions, so the order of the partial sums
+// depends on N only, never on the thread count.
 int reductionChunks(int64_t N) {
     return static_cast<int>(std::clamp<int64_t>(N / kMinElementsPerTask, 1, 64));
 }
@@ -342,7 +353,7 @@ void CpuOps::layernormBackward(float* dinp, float* dweight, float* dbias, const 
 void CpuOps::matmulForward(float* out, const float* inp, const float* weight, const float* bias,
                            int B, int T, int C, int OC) {
     const int64_t BT = int64_t{B} * T;
-    const int64_t rows = matmulBlock(BT, 4);
+    const int64_t rows = matmulBlock(BT, 4, m_pool.threads());
     const int tasks = static_cast<int>((BT + rows - 1) / rows);
     m_pool.run(tasks, [&](int task) {
         const int64_t begin = task * rows, count = std::min(rows, BT - begin);
@@ -361,10 +372,10 @@ void CpuOps::matmulForward(float* out, const float* inp, const float* weight, co
 void CpuOps::matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                             const float* inp, const float* weight, int B, int T, int C, int OC) {
     const int64_t BT = int64_t{B} * T;
-    const int64_t rows = matmulBlock(BT, 4);
+    const int64_t rows = matmulBlock(BT, 4, m_pool.threads());
     const int rowTasks = static_cast<int>((BT + rows - 1) / rows);
     // dweight in two blocks of output channels: each block packs all of inp (BT, C) again.
-    const int64_t channels = matmulBlock(OC, 2);
+    const int64_t channels = matmulBlock(OC, 2, m_pool.threads());
     const int channelTasks = static_cast<int>((OC + channels - 1) / channels);
     // Interleaved so that both kinds of work are in flight from the start.
     const int pairs = std::min(rowTasks, channelTasks);

@@ -6,9 +6,10 @@
 // size, V vocab, N element count. Tensors are row-major, in host memory.
 //
 // Determinism: every loop is split statically and every reduction runs in a fixed order, so
-// the same inputs give bit-identical results run after run. The split does not even depend on
-// the thread count (products are cut into blocks sized by the shape, reductions are split by
-// columns or into a fixed number of chunks), so 1 and 2 threads give the same bits too.
+// the same inputs give bit-identical results run after run. 1 and 2 threads give the same bits
+// too: reductions are split by columns or into a fixed number of chunks, products into blocks
+// that start on multiples of 48 rows, which OpenBLAS computes as one call over all rows would
+// (one block for one thread, quarters for more; see cpu_ops.cpp).
 //
 // Conventions as in ops.hpp and the reference: forward ops overwrite, backward ops add into
 // dinp/dweight/dbias; the attention scratch dpreatt and datt are overwritten, and above the

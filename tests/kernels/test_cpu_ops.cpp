@@ -510,6 +510,44 @@ class TestCpuOps : public QObject {
         }
     }
 
+    // One thread multiplies all rows (and dweight's channels) in one OpenBLAS call, two threads
+    // in blocks: the same bits, on shapes of the `small` and `medium` benchmarks (B = 8) and
+    // odd ones.
+    void matmulSplitKeepsBits_data() {
+        QTest::addColumn<int>("BT");
+        QTest::addColumn<int>("C");
+        QTest::addColumn<int>("OC");
+        QTest::newRow("small qkv") << 1024 << 256 << 768;
+        QTest::newRow("small mlp proj") << 1024 << 1024 << 256;
+        QTest::newRow("medium fc") << 2048 << 384 << 1536;
+        QTest::newRow("odd") << 203 << 36 << 108;
+        QTest::newRow("odd, 100 channels") << 1000 << 100 << 300;
+    }
+    void matmulSplitKeepsBits() {
+        QFETCH(int, BT);
+        QFETCH(int, C);
+        QFETCH(int, OC);
+        const Floats inp = randomFloats(size_t(BT) * C, 101),
+                     weight = randomFloats(size_t(OC) * C, 102), bias = randomFloats(OC, 103),
+                     dout = randomFloats(size_t(BT) * OC, 104);
+        Floats out[2], dinp[2], dweight[2], dbias[2];
+        for (int threads : {1, 2}) {
+            CpuOps fast(threads);
+            const int i = threads - 1;
+            out[i].assign(size_t(BT) * OC, 0.0f);
+            dinp[i].assign(size_t(BT) * C, 0.5f);
+            dweight[i].assign(size_t(OC) * C, 0.25f);
+            dbias[i].assign(OC, 0.125f);
+            fast.matmulForward(out[i].data(), inp.data(), weight.data(), bias.data(), 1, BT, C, OC);
+            fast.matmulBackward(dinp[i].data(), dweight[i].data(), dbias[i].data(), dout.data(),
+                                inp.data(), weight.data(), 1, BT, C, OC);
+        }
+        QVERIFY(out[0] == out[1]);
+        QVERIFY(dinp[0] == dinp[1]);
+        QVERIFY(dweight[0] == dweight[1]);
+        QVERIFY(dbias[0] == dbias[1]);
+    }
+
     // After the first steps (OpenBLAS sets up its buffers on first use), a step of the cpu
     // backend allocates nothing.
     void stepDoesNotAllocate() {
