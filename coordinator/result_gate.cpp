@@ -59,9 +59,11 @@ GateVerdict Coordinator::Impl::gateResult(const UploadSession::State& s) {
     // nothing uploaded to the open round can turn it (the round's running sum could be: in
     // tandem-bench-diloco one accepted noise upload first in each round made honest results
     // look unrelated to it). Absent in the run's first round.
-    if (lastOuterStep && upload.direction() == lastOuterStep) {
+    if (!lastOuterStep || cfg.minCosine <= -1) {
+        // No direction yet, or the check is off (no cosine is below -1).
+    } else if (upload.direction() == lastOuterStep) {
         in.cosine = upload.cosine();  // measured as it streamed
-    } else if (lastOuterStep) {
+    } else {
         // A round closed during the upload: the direction moved; measured again from the file.
         auto reader = PayloadReader::open(upload.stagingFile(), P);
         if (!reader)

@@ -109,6 +109,12 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
                           "the coordinator is receiving " + std::to_string(uploadsTotal) +
                               " uploads; retry later",
                           15);
+        // Also answered to Expect: 100-continue, before the body is sent; the staging file's
+        // reservation (upload_stream.hpp) catches a disk that fills meanwhile.
+        std::error_code ec;
+        if (st != "accepted" &&
+            fs::space(dirs.uploads(), ec).available < static_cast<uintmax_t>(2 * P) && !ec)
+            return diskFull("this result of " + std::to_string(2 * P) + " bytes");
         if (dryRun)
             return std::unique_ptr<UploadSession::State>();
         UploadExpectation e;
@@ -140,7 +146,8 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         e.clock = [this] { return now(); };
         e.startedUnix = now();
         e.maxSeconds = cfg.maxUploadSeconds;
-        e.direction = lastOuterStep;
+        if (cfg.minCosine > -1)  // -1: the direction check is off, nothing to measure
+            e.direction = lastOuterStep;
         // The slot; the State's destructor releases it.
         uploading.insert(workUnitId);
         ++uploadsPerClient[clientId];
@@ -253,10 +260,7 @@ Outcome<std::vector<std::string>> Coordinator::Impl::commitEntries(
             fs::remove(p, e2);
         // SQLite's SQLITE_FULL: the transaction was rolled back.
         if (what.find("database or disk is full") != std::string::npos)
-            return refuse(507, "insufficient_storage",
-                          "the coordinator's disk is full: the result could not be recorded; "
-                          "nothing was counted, retry later",
-                          60);
+            return diskFull("the result's record");
         return internalError(what);
     };
     for (CommitEntry& e : entries) {

@@ -55,11 +55,7 @@ std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFi
 
 std::optional<Refusal> UploadStream::writeFailed(const char* what, int error) {
     if (error == ENOSPC || error == EDQUOT)
-        return refuse(507, "insufficient_storage",
-                      "the coordinator's disk is full: it cannot store this result of " +
-                          std::to_string(2 * m_expect.parameterCount) +
-                          " bytes now; nothing was counted, retry later",
-                      60);
+        return diskFull("this result of " + std::to_string(2 * m_expect.parameterCount) + " bytes");
     return internalError(std::string("cannot ") + what + " " + m_stagingFile.string() + ": " +
                          std::strerror(error));
 }

@@ -148,8 +148,16 @@ std::string uploadInPieces(coord::Coordinator& c, const Direct& d, const BuiltRe
 class TestCoordinatorAggregation : public QObject {
     Q_OBJECT
   private slots:
+    void roundsGiveExactlyTheExpectedWeights_data() {
+        QTest::addColumn<bool>("backgroundThreads");
+        QTest::newRow("commit adds, commit closes") << false;
+        // The aggregator thread adds the stored payloads, the ticker closes the round.
+        QTest::newRow("aggregator thread, ticker closes") << true;
+    }
     void roundsGiveExactlyTheExpectedWeights() {
+        QFETCH(bool, backgroundThreads);
         coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
+        cfg.backgroundThreads = backgroundThreads;
         TestCoordinator t(cfg, /*withServer=*/false);
         QVERIFY2(t.ok(), t.error().c_str());
         coord::Coordinator* c = &t.coordinator();
@@ -174,7 +182,8 @@ class TestCoordinatorAggregation : public QObject {
         QCOMPARE(receiptA->credit, std::optional<int64_t>(32));
         QCOMPARE(c->currentVersion(), 0);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, b, rB, 12)).ok());
-        QCOMPARE(c->currentVersion(), 1);  // quorum 2 closed round 0
+        QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(1),
+                                  30000);  // quorum 2 closed round 0
         const std::vector<float> theta0F = oracle.thetaF;
         const std::vector<double> theta0D = oracle.thetaD;
         oracle.round({{dA, 32}, {dB, 96}});
@@ -207,7 +216,7 @@ class TestCoordinatorAggregation : public QObject {
         const auto dA2 = randomDelta(P, 4, 16);
         auto rA2 = buildResult(wuA2, dA2, a.key, 64);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, a, rA2, 15)).ok());
-        QCOMPARE(c->currentVersion(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(2), 30000);
         oracle.round({{dC, 64, &theta0F, &theta0D}, {dA2, 64}});
         QCOMPARE(c->weights(), oracle.thetaF);
         QCOMPARE(c->velocity(), oracle.velF);

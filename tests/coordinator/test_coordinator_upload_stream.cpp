@@ -7,6 +7,7 @@
 // Dimensions: P parameters.
 #include "codec.hpp"
 #include "random.hpp"
+#include "small_disk.hpp"
 #include "upload_stream.hpp"
 
 #include <QTemporaryDir>
@@ -301,6 +302,39 @@ class TestCoordinatorUploadStream : public QObject {
             QCOMPARE(refused->refusal().httpStatus, 408);
             QCOMPARE(refused->refusal().code, std::string("too_slow"));
         }
+    }
+
+    // A disk without room for the payload: 507 before the first byte, and no file left behind.
+    // (The coordinator answers the same before it opens the stream when it sees the disk full;
+    // this is the reservation that catches a disk filled meanwhile.)
+    void aFullDiskIsRefusedAtOpen() {
+        Fixture f;
+        const auto disk = std::filesystem::path(f.dir.path().toStdString()) / "disk";
+        if (auto why = mountSmallDisk(disk, 1 << 20); !why.empty())
+            QSKIP(why.c_str());
+        const int64_t P = 600000;  // 1.2 MB of payload on a 1 MiB disk
+        const auto r = makeResult(f.key, 7, randomPayload(P, 18));
+        {
+            UploadStream s(f.expect(P, r.signature));
+            const auto refused = s.open(disk / "upload.part");
+            QVERIFY(refused);
+            QCOMPARE(refused->httpStatus, 507);
+            QCOMPARE(refused->code, std::string("insufficient_storage"));
+            QVERIFY2(refused->message.find("disk is full") != std::string::npos &&
+                         refused->message.find("1200000 bytes") != std::string::npos,
+                     refused->message.c_str());
+        }
+        QVERIFY(std::filesystem::is_empty(disk));
+        QVERIFY(freeBytes(disk) > (1 << 20) - 8192);  // the failed reservation holds nothing
+        // One that fits is staged there.
+        const int64_t small = 100000;
+        const auto fits = makeResult(f.key, 7, randomPayload(small, 19));
+        UploadStream s(f.expect(small, fits.signature));
+        QVERIFY(!s.open(disk / "upload.part"));
+        QVERIFY(!feedAll(s, fits.body));
+        QVERIFY(!s.finish(true));
+        QCOMPARE(std::filesystem::file_size(disk / "upload.part"), uintmax_t(2 * small));
+        ::umount2(disk.c_str(), MNT_DETACH);
     }
 
     void retryOfAnAcceptedResult() {
