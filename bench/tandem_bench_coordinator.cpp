@@ -45,7 +45,7 @@ const char* kUsage =
     "  --client-threads C   connections for registration, work and heartbeats (default 16)\n"
     "  --uploaders U        connections uploading at once (default 8)\n"
     "  --max-uploads M      the coordinator's --max-uploads (default: U)\n"
-    "  --http-threads H     the coordinator's --http-threads (default: its own, 32)\n"
+    "  --http-threads H     the coordinator's --http-threads (default: its own, 512)\n"
     "  --coordinator PATH   the tandem-coordinator to run (default: this build's)\n"
     "  --dir DIR            parent of the state directory (default: a fresh one under /tmp)\n"
     "  --help               this text\n";

@@ -20,6 +20,7 @@
 
 using namespace tandem;
 using namespace tandem::coord;
+using namespace tandem::testing;
 
 namespace {
 
