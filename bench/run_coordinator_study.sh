@@ -33,7 +33,7 @@ fi
 for r in $(seq 2); do
     for k in 1 4 16 64 256; do
         set -- --model small --workers "$k" --uploaders "$k" --max-uploads "$k" \
-            --http-threads $((k + 16)) --seconds 1 --upload-rate 1000000
+            --http-threads $((k + 16)) --seconds 1 --upload-rate 1000000 --replicate-fraction 0
         run "rss-small-$k-new-$r" "$@"
         if [ -n "$old" ] && { [ "$k" -lt 256 ] || [ -n "${RSS_OLD_256:-}" ]; }; then
             run "rss-small-$k-old-$r" "$@" --coordinator "$old"

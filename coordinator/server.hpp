@@ -20,7 +20,7 @@ struct ServerConfig {
     std::filesystem::path keyFile;
     // A connection holds one while it is served: an upload for as long as it streams, an idle
     // keep-alive connection for up to keepAliveSeconds. Room for the default 256 uploads at once
-    // and as many control requests (an idle thread costs about 10 KiB of RSS; docs/benchmarks.md).
+    // and as many control requests (a thread costs about 70 KiB of RSS; docs/benchmarks.md).
     int threads = 512;
     int readTimeoutSeconds = 30;
     int writeTimeoutSeconds = 60;
