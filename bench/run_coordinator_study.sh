@@ -32,8 +32,11 @@ fi
 # holds 13.4 MiB per upload).
 for r in $(seq 2); do
     for k in 1 4 16 64 256; do
+        # K + 16 threads; 512 (the default) at K = 256, where K + 16 left uploads waiting for one.
+        threads=$((k + 16))
+        [ "$k" -ge 256 ] && threads=512
         set -- --model small --workers "$k" --uploaders "$k" --max-uploads "$k" \
-            --http-threads $((k + 16)) --seconds 1 --upload-rate 1000000 --replicate-fraction 0
+            --http-threads "$threads" --seconds 1 --upload-rate 1000000 --replicate-fraction 0
         run "rss-small-$k-new-$r" "$@"
         if [ -n "$old" ] && { [ "$k" -lt 256 ] || [ -n "${RSS_OLD_256:-}" ]; }; then
             run "rss-small-$k-old-$r" "$@" --coordinator "$old"
