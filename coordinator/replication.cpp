@@ -4,7 +4,6 @@
 // weight each or both held out, and clients blocked after repeated disagreements.
 #include "coordinator_impl.hpp"
 
-#include "codec.hpp"
 #include "random.hpp"
 #include "safe_text.hpp"
 

@@ -3,7 +3,6 @@
 #include "coordinator_impl.hpp"
 #include "work_assignment.hpp"
 
-#include "aggregate.hpp"
 #include "result_format.hpp"
 
 #include <cmath>

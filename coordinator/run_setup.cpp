@@ -5,9 +5,7 @@
 
 #include "coordinator_impl.hpp"
 
-#include "aggregate.hpp"
 #include "checkpoint.hpp"
-#include "codec.hpp"
 #include "corpus.hpp"
 #include "crypto.hpp"
 #include "file_io.hpp"
