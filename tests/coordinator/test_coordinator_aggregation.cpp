@@ -335,7 +335,7 @@ class TestCoordinatorAggregation : public QObject {
     }
 
     // Four results of one round accepted in an order other than their work units' (d, b, a, c),
-    // with the aggregator thread and a restart after the second: the weights are the float
+    // with the aggregator thread and a restart after the third: the weights are the float
     // oracle's summing in acceptance order, bit for bit (and summing in work-unit order gives
     // other bits, so the order is what is checked).
     void theSumIsAddedInAcceptanceOrder() {
@@ -365,7 +365,7 @@ class TestCoordinatorAggregation : public QObject {
             const auto r = buildResult(units[size_t(i)], deltas[size_t(i)], clients[size_t(i)].key,
                                        int64_t(weights[i]));
             QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, clients[size_t(i)], r, 20 + k)).ok());
-            if (k == 1) {  // the first two are re-added from their files, in their order
+            if (k == 2) {  // the first three are re-added from their files, in their order
                 t.close();
                 t.open();
                 QVERIFY2(t.ok(), t.error().c_str());
