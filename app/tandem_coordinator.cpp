@@ -232,7 +232,8 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                         "write samples only while all prompts take under about S seconds on\n"
                         "this CPU, predicted from the validation pass (default 10; 0: never)");
     app::addInteger(cli, "--http-threads", server.threads, 2, 1024, "N",
-                    "HTTPS worker threads (default 32)");
+                    "HTTPS worker threads; a slow upload holds one while it streams\n"
+                    "(default 512)");
     app::addNonNegative(cli, "--register-rate", server.registerPerHour, "N",
                         "registrations allowed per source address and hour after the burst;\n"
                         "0: unlimited (default 0)");
@@ -243,7 +244,8 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    "default: none needed")
         ->type_name("SECRET");
     app::addInteger(cli, "--max-uploads", cfg.maxConcurrentUploads, 1, 1024, "N",
-                    "concurrent uploads in all (default 4)");
+                    "concurrent uploads in all; each holds an HTTPS thread and its 2P bytes\n"
+                    "reserved in <state-dir>/uploads, not RAM (default 256)");
     app::addInteger(cli, "--seed", cfg.seed, 0, (1LL << 53) - 1, "N",
                     "seed of the initial weights (default 1)");
     cli.add_option("--tls-cert", server.certFile,

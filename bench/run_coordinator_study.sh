@@ -15,6 +15,8 @@ run() {  # name, then the options
     echo "== $name: $*"
     nice -n 10 "$bench" "$@" --json "$out/$name.json" | tail -n 7
 }
+# RSS_ONLY=1: only the second part.
+if [ -z "${RSS_ONLY:-}" ]; then
 for r in $(seq "$repeats"); do
     # Heartbeats, 100 workers: this build against the old one, interleaved.
     run "hb100-new-$r" --workers 100 --seconds 10
@@ -24,10 +26,20 @@ for r in $(seq "$repeats"); do
     [ -n "$old" ] && run "w1000-old-$r" --workers 1000 --seconds 10 --uploaders 16 \
         --coordinator "$old"
 done
-# Peak RSS against uploads at once: slow uplinks (1 MB/s each) on the `small` model.
+fi
+# Peak RSS against uploads at once: slow uplinks (1 MB/s each) on the `small` model, this build
+# and the old one interleaved (K = 256 only for this build unless RSS_OLD_256=1: the old one
+# holds 13.4 MiB per upload).
 for r in $(seq 2); do
-    for k in 1 4 16 64; do
-        run "rss-small-$k-$r" --model small --workers "$k" --uploaders "$k" --max-uploads "$k" \
-            --http-threads $((k + 16)) --seconds 1 --upload-rate 1000000
+    for k in 1 4 16 64 256; do
+        # K + 16 threads; 512 (the default) at K = 256, where K + 16 left uploads waiting for one.
+        threads=$((k + 16))
+        [ "$k" -ge 256 ] && threads=512
+        set -- --model small --workers "$k" --uploaders "$k" --max-uploads "$k" \
+            --http-threads "$threads" --seconds 1 --upload-rate 1000000 --replicate-fraction 0
+        run "rss-small-$k-new-$r" "$@"
+        if [ -n "$old" ] && { [ "$k" -lt 256 ] || [ -n "${RSS_OLD_256:-}" ]; }; then
+            run "rss-small-$k-old-$r" "$@" --coordinator "$old"
+        fi
     done
 done

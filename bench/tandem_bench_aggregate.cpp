@@ -1,9 +1,10 @@
 // tandem-bench-aggregate: end-to-end aggregation throughput of the coordinator, in parameters per
 // second: a result is uploaded over HTTPS on loopback (PUT /v1/results/{id}), streamed through
-// the coordinator's checks (header, signature, finiteness, norm, digest), decoded into its
-// scratch, written durably (staging file, fsync, rename) and committed to the round sum. Also the
-// same upload fed in-process (no TLS, no sockets), and the round close (outer Nesterov step and
-// the atomic write of the new weights and momentum).
+// the coordinator's checks (header, signature, finiteness, norm, digest) into its staging file,
+// made durable (fsync, rename), committed, and read back into the round sum by the aggregator
+// (inline here: no background threads). Also the same upload fed in-process (no TLS, no
+// sockets), and the round close (outer Nesterov step and the atomic write of the new weights and
+// momentum).
 //
 // Dimensions: P parameters.
 #include "coordinator.hpp"

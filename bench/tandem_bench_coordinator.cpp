@@ -45,7 +45,9 @@ const char* kUsage =
     "  --client-threads C   connections for registration, work and heartbeats (default 16)\n"
     "  --uploaders U        connections uploading at once (default 8)\n"
     "  --max-uploads M      the coordinator's --max-uploads (default: U)\n"
-    "  --http-threads H     the coordinator's --http-threads (default: its own, 32)\n"
+    "  --http-threads H     the coordinator's --http-threads (default: its own, 512)\n"
+    "  --replicate-fraction F  the coordinator's --replicate-fraction (default: its own,\n"
+    "                       0.05; twins' held results are retried, so 0 for memory series)\n"
     "  --coordinator PATH   the tandem-coordinator to run (default: this build's)\n"
     "  --dir DIR            parent of the state directory (default: a fresh one under /tmp)\n"
     "  --help               this text\n";
@@ -81,6 +83,7 @@ void printRow(const char* what, const PhaseResult& r, double cpuSeconds) {
 
 int main(int argc, char** argv) {
     int workers = 100, clientThreads = 16, uploaders = 8, maxUploads = 0, httpThreads = 0;
+    std::string replicateFraction;  // empty: the coordinator's default
     double seconds = 10, uploadRate = 0;
     std::string model = "tiny", jsonPath;
     fs::path coordinator = TANDEM_COORDINATOR_BIN, parent = fs::temp_directory_path();
@@ -125,6 +128,8 @@ int main(int argc, char** argv) {
             maxUploads = static_cast<int>(positive(1));
         } else if (a == "--http-threads") {
             httpThreads = static_cast<int>(positive(2));
+        } else if (a == "--replicate-fraction") {
+            replicateFraction = next();
         } else if (a == "--coordinator") {
             coordinator = next();
         } else if (a == "--dir") {
@@ -186,6 +191,10 @@ int main(int argc, char** argv) {
     if (httpThreads > 0) {
         args.emplace_back("--http-threads");
         args.push_back(std::to_string(httpThreads));
+    }
+    if (!replicateFraction.empty()) {
+        args.emplace_back("--replicate-fraction");
+        args.push_back(replicateFraction);
     }
     auto process = CoordinatorProcess::start(coordinator, args, dir / "coordinator.log");
     if (!process) {

@@ -54,6 +54,8 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     if (auto st = impl->restoreLiveness(); !st)
         return makeError("reading the assigned work units: " + st.error().message);
     auto* raw = impl.get();
+    raw->aggregator =
+        std::make_unique<RoundAggregator>(raw->sum, &raw->pool, raw->cfg.backgroundThreads);
     std::unique_ptr<Coordinator> c(new Coordinator(std::move(impl)));
     if (raw->cfg.backgroundThreads) {
         raw->validator = std::thread([raw] { raw->validatorLoop(); });
@@ -75,6 +77,7 @@ Coordinator::~Coordinator() {
         m_impl->ticker.join();
     if (m_impl->validator.joinable())
         m_impl->validator.join();
+    m_impl->aggregator.reset();  // a restart re-adds what it had not yet added
     std::lock_guard lock(m_impl->mu);
     m_impl->flushLiveness();  // heartbeats since the last batch (unit_liveness.hpp)
 }

@@ -90,7 +90,9 @@ struct CoordinatorConfig {
     int maxWorkUnitsPerClient = 3;      // training, uploading, the next one prefetched
     int newClientWorkUnits = 1;  // ... until a result was accepted in the last referenceRounds
     int maxUploadsPerClient = 1;
-    int maxConcurrentUploads = 4;  // each holds a P-float scratch buffer
+    // Each holds a socket, an HTTPS thread, a staging file with 2P bytes reserved on disk and a
+    // 128 KiB block (upload_stream.hpp), never P values: the limit is sockets and disk.
+    int maxConcurrentUploads = 256;
     int64_t maxUploadSeconds = 3600;
     double validationFraction = 0.05;  // tail of the corpus held out
     int validationBatches = 4;
@@ -139,9 +141,9 @@ using Logger = std::function<void(const std::string&)>;
 class Coordinator;
 class Metrics;
 
-// One streaming upload (PUT /v1/results/{id}). Bytes go to a staging file, a SHA-256 and a
-// private fp32 scratch (decoded with accumulateFp16 chunk by chunk as they arrive); the round
-// sum is touched only in finish(), after every check has passed.
+// One streaming upload (PUT /v1/results/{id}). Bytes go to a staging file and a SHA-256, and are
+// checked block by block as they arrive (NaN/Inf, norm, direction); the round sum is touched only
+// after finish() committed the result, by the aggregator reading the stored file.
 class UploadSession {
   public:
     ~UploadSession();

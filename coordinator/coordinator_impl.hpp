@@ -14,6 +14,7 @@
 #include "replication.hpp"
 #include "result_format.hpp"
 #include "robust_gate.hpp"
+#include "round_aggregator.hpp"
 #include "run_data.hpp"
 #include "run_setup.hpp"
 #include "schema.hpp"
@@ -46,9 +47,9 @@ struct EvalJob {
     std::vector<float> weights;  // (P) the version the round produced
 };
 
-// A checked result on its way into the open round (commitEntries): its figures, its payload
-// (a live upload's staging file, or, without a stream, the held file of its unit) and decoded
-// delta.
+// A checked result on its way into the open round (commitEntries): its figures and its payload
+// (a live upload's staging file, or, without a stream, the held file of its unit), which the
+// aggregator adds to the round sum once the result is committed.
 struct CommitEntry {
     int64_t wuId = 0, clientId = 0;
     int64_t tokens = 0;
@@ -59,8 +60,7 @@ struct CommitEntry {
     net::Sha256Digest payloadSha256{}, resultDigest{};
     net::Signature signature{};
     UploadStream* stream = nullptr;
-    std::span<const float> delta;  // (P)
-    std::string note;              // why the weight is what it is, for the log
+    std::string note;  // why the weight is what it is, for the log
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ struct Coordinator::Impl {
 
     // The open round.
     int64_t version = 0;                 // the open round = the current weights version
-    std::vector<float> theta, vel, sum;  // (P) each
+    std::vector<float> theta, vel, sum;  // (P) each; sum is the aggregator's between closes
     std::map<int64_t, ServedFile> weightFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;
@@ -95,7 +95,9 @@ struct Coordinator::Impl {
     // step theta_{v-1} - theta_v (P; empty before the first close).
     double thetaNorm = 0;
     int64_t thetaNormVersion = -1;
-    std::vector<float> lastOuterStep;
+    // Replaced, never changed in place: an upload measures its cosine against the one it began
+    // with while it streams, without the lock.
+    std::shared_ptr<const std::vector<float>> lastOuterStep;
 
     // What heartbeats report (unit_liveness.hpp): in memory, written every
     // kLivenessFlushSeconds; a restart gives every assigned unit a fresh grace period.
@@ -107,7 +109,9 @@ struct Coordinator::Impl {
     std::set<int64_t> uploading;  // work unit ids
     std::map<int64_t, int> uploadsPerClient;
     int uploadsTotal = 0;
-    std::vector<std::vector<float>> scratchPool;
+    // Adds committed results' payload files to `sum` in acceptance order (made once the run is
+    // restored; stopped before the rest of Impl goes).
+    std::unique_ptr<RoundAggregator> aggregator;
 
     // The ticker and the validator.
     std::thread ticker, validator;
@@ -238,8 +242,10 @@ struct Coordinator::Impl {
     void settleHeld(int64_t workUnitId = 0);
     // At startup: held payload files without a row (a crash before the row's commit).
     void removeOrphanHeldFiles();
-    Expected<std::vector<float>> readHeldPayload(int64_t workUnitId,
-                                                 const net::Sha256Digest& expected);
+    // ||a - b|| / max(||a||, ||b||) of a held result's payload and an upload's staged one, read
+    // in chunks (the held one checked against its SHA-256).
+    Expected<double> twinDistanceOfFiles(int64_t heldWorkUnitId, const net::Sha256Digest& heldSha,
+                                         const fs::path& staged);
 
     // ---- the Byzantine gate (result_gate.cpp), mu held
 
@@ -249,8 +255,6 @@ struct Coordinator::Impl {
     GateVerdict gateResult(const UploadSession::State& upload);
     void rememberOuterStep(std::span<const float> before, std::span<const float> after);
     void restoreOuterStep();  // from the weights of version - 1, when they are still kept
-
-    std::vector<float> takeScratch();  // mu held
 
     // ---- rounds (rounds.cpp)
 

@@ -4,7 +4,6 @@
 // weight each or both held out, and clients blocked after repeated disagreements.
 #include "coordinator_impl.hpp"
 
-#include "codec.hpp"
 #include "random.hpp"
 #include "safe_text.hpp"
 
@@ -21,16 +20,24 @@ bool chosenForTwin(uint64_t runSeed, int64_t workUnitId, double fraction) {
     return static_cast<double>(rng.next() >> 11) * 0x1.0p-53 < fraction;
 }
 
-double twinDistance(std::span<const float> a, std::span<const float> b) {
-    double diff = 0, na = 0, nb = 0;
+void TwinDistanceAccumulator::add(std::span<const float> a, std::span<const float> b) {
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
         const double x = a[i], y = b[i];
-        diff += (x - y) * (x - y);
-        na += x * x;
-        nb += y * y;
+        m_diff += (x - y) * (x - y);
+        m_na += x * x;
+        m_nb += y * y;
     }
-    const double scale = std::sqrt(std::max(na, nb));
-    return scale > 0 ? std::sqrt(diff) / scale : 0.0;
+}
+
+double TwinDistanceAccumulator::value() const {
+    const double scale = std::sqrt(std::max(m_na, m_nb));
+    return scale > 0 ? std::sqrt(m_diff) / scale : 0.0;
+}
+
+double twinDistance(std::span<const float> a, std::span<const float> b) {
+    TwinDistanceAccumulator d;
+    d.add(a, b);
+    return d.value();
 }
 
 bool blockedByTwins(int64_t agreements, int64_t disagreements, int strikes) {
@@ -168,26 +175,30 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::assignTwin(int64_t clientId
     return Answer(std::move(offer));
 }
 
-Expected<std::vector<float>> Coordinator::Impl::readHeldPayload(int64_t workUnitId,
-                                                                const net::Sha256Digest& expected) {
-    const fs::path path = dirs.heldPayload(workUnitId);
-    std::vector<uint16_t> halves(static_cast<size_t>(P));
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f)
-        return makeError("the held result of work unit " + std::to_string(workUnitId) +
-                         " is missing its payload " + path.string());
-    const size_t n = std::fread(halves.data(), 2, halves.size(), f);
-    std::fclose(f);
-    const auto bytes =
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(halves.data()), 2 * n);
-    if (n != halves.size() || net::sha256(bytes) != expected)
-        return makeError("the held payload " + path.string() +
-                         " is truncated or does not match its SHA-256");
-    // Decoded as an upload is (accumulateFp16 into zeros), so the round sum is the one a restart
-    // rebuilds from the payload files.
-    std::vector<float> delta(static_cast<size_t>(P), 0.0f);
-    accumulateFp16(delta, halves, 1.0f);
-    return delta;
+Expected<double> Coordinator::Impl::twinDistanceOfFiles(int64_t heldWorkUnitId,
+                                                        const net::Sha256Digest& heldSha,
+                                                        const fs::path& staged) {
+    const fs::path path = dirs.heldPayload(heldWorkUnitId);
+    auto held = PayloadReader::open(path, P, heldSha);
+    if (!held)
+        return makeError("the held result of work unit " + std::to_string(heldWorkUnitId) +
+                         " is missing its payload: " + held.error().message);
+    auto upload = PayloadReader::open(staged, P);
+    if (!upload)
+        return upload.error();
+    TwinDistanceAccumulator distance;
+    for (;;) {
+        auto a = held->next();
+        if (!a)
+            return a.error();
+        auto b = upload->next();
+        if (!b)
+            return b.error();
+        if (a->empty() || b->empty())
+            break;
+        distance.add(*a, *b);
+    }
+    return distance.value();
 }
 
 namespace {
@@ -197,7 +208,6 @@ struct Held {
     CommitEntry entry;
     double weightFactor = 1;
     int64_t baseVersion = 0;
-    std::vector<float> delta;
 };
 
 std::optional<Held> readHeldRow(Database& db, int64_t workUnitId) {
@@ -332,11 +342,10 @@ std::optional<Outcome<std::string>> Coordinator::Impl::pairResult(
     if (!held)
         return Answer(internalError("the held result of work unit " + std::to_string(twin) +
                                     " cannot be read"));
-    auto heldDelta = readHeldPayload(twin, held->entry.payloadSha256);
-    if (!heldDelta)
-        return Answer(internalError(heldDelta.error().message));
-    held->delta = std::move(*heldDelta);
-    const double distance = twinDistance(held->delta, s.stream.delta());
+    auto measured = twinDistanceOfFiles(twin, held->entry.payloadSha256, s.stream.stagingFile());
+    if (!measured)
+        return Answer(internalError(measured.error().message));
+    const double distance = *measured;
     const bool agreed = distance <= cfg.replicateTolerance;
     const int64_t nowUnix = now();
     std::vector<int64_t> newlyBlocked;
@@ -433,7 +442,6 @@ std::optional<Outcome<std::string>> Coordinator::Impl::pairResult(
     // Agreed: both count, at half their weight each, so the unit's data counts once.
     const double stale = std::pow(cfg.staleWeightFactor, version - s.baseVersion);
     CommitEntry entries[2] = {held->entry, entryOf(s)};
-    entries[0].delta = held->delta;
     entries[0].weight = static_cast<double>(entries[0].tokens) * stale * held->weightFactor / 2;
     entries[1].weight = static_cast<double>(header.tokens) * stale * verdict.weightFactor / 2;
     entries[0].note = entries[1].note = "twin of work unit ";
@@ -491,14 +499,14 @@ void Coordinator::Impl::settleHeld(int64_t workUnitId) {
         auto held = readHeldRow(db, d.wu);
         if (!held)
             continue;
-        auto delta = readHeldPayload(d.wu, held->entry.payloadSha256);
-        if (!delta) {
-            log("error: " + delta.error().message);
+        // The payload must be whole before it is committed (the aggregator reads it unchecked).
+        if (auto whole = net::sha256File(dirs.heldPayload(d.wu));
+            !whole || whole->bytes != 2 * P || whole->digest != held->entry.payloadSha256) {
+            log("error: the held payload " + dirs.heldPayload(d.wu).string() +
+                " is missing, truncated or does not match its SHA-256");
             continue;
         }
-        held->delta = std::move(*delta);
         CommitEntry& e = held->entry;
-        e.delta = held->delta;
         e.weight = static_cast<double>(e.tokens) *
                    std::pow(cfg.staleWeightFactor, version - held->baseVersion) *
                    held->weightFactor;

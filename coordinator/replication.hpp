@@ -27,6 +27,17 @@ bool chosenForTwin(uint64_t runSeed, int64_t workUnitId, double fraction);
 // b = k a (k > 0), 2 for b = -a, about 1.41 for unrelated ones of equal norm.
 double twinDistance(std::span<const float> a, std::span<const float> b);
 
+// The same, fed in consecutive pieces of both (two stored payloads read in chunks); the sums run
+// in the same order, so the value is bit-identical to twinDistance.
+class TwinDistanceAccumulator {
+  public:
+    void add(std::span<const float> a, std::span<const float> b);
+    double value() const;
+
+  private:
+    double m_diff = 0, m_na = 0, m_nb = 0;
+};
+
 // A client whose results disagreed with their twins' `disagreements` times and agreed
 // `agreements` times is blocked once it has at least `strikes` disagreements and more of them
 // than agreements: an honest client meets a disagreeing twin only when its twin's worker is the

@@ -59,20 +59,40 @@ GateVerdict Coordinator::Impl::gateResult(const UploadSession::State& s) {
     // nothing uploaded to the open round can turn it (the round's running sum could be: in
     // tandem-bench-diloco one accepted noise upload first in each round made honest results
     // look unrelated to it). Absent in the run's first round.
-    if (!lastOuterStep.empty())
-        in.cosine = cosineSimilarity(upload.delta(), lastOuterStep);
+    if (!lastOuterStep || cfg.minCosine <= -1) {
+        // No direction yet, or the check is off (no cosine is below -1).
+    } else if (upload.direction() == lastOuterStep) {
+        in.cosine = upload.cosine();  // measured as it streamed
+    } else {
+        // A round closed during the upload: the direction moved; measured again from the file.
+        auto reader = PayloadReader::open(upload.stagingFile(), P);
+        if (!reader)
+            return GateVerdict{"internal", reader.error().message, 0};
+        CosineAccumulator cosine;
+        for (;;) {
+            auto chunk = reader->next();
+            if (!chunk)
+                return GateVerdict{"internal", chunk.error().message, 0};
+            if (chunk->empty())
+                break;
+            cosine.add(*chunk, std::span(*lastOuterStep)
+                                   .subspan(static_cast<size_t>(reader->offset()), chunk->size()));
+        }
+        in.cosine = cosine.value();
+    }
     return judgeResult(in, gateConfig());
 }
 
 void Coordinator::Impl::rememberOuterStep(std::span<const float> before,
                                           std::span<const float> after) {
-    lastOuterStep.resize(before.size());
+    auto step = std::make_shared<std::vector<float>>(before.size());
     for (size_t i = 0; i < before.size(); ++i)
-        lastOuterStep[i] = before[i] - after[i];  // the sign of a delta: start - end
+        (*step)[i] = before[i] - after[i];  // the sign of a delta: start - end
+    lastOuterStep = std::move(step);
 }
 
 void Coordinator::Impl::restoreOuterStep() {
-    lastOuterStep.clear();
+    lastOuterStep.reset();
     if (version == 0)
         return;
     std::error_code ec;

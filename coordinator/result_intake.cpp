@@ -3,7 +3,6 @@
 #include "coordinator_impl.hpp"
 #include "work_assignment.hpp"
 
-#include "aggregate.hpp"
 #include "result_format.hpp"
 
 #include <cmath>
@@ -32,19 +31,6 @@ UploadSession::State::~State() {
     if (--c->uploadsPerClient[clientId] <= 0)
         c->uploadsPerClient.erase(clientId);
     --c->uploadsTotal;
-    // Keep one buffer for the next upload; more would hold P floats each while idle.
-    auto scratch = stream.takeScratch();
-    if (!scratch.empty() && c->scratchPool.empty())
-        c->scratchPool.push_back(std::move(scratch));
-}
-
-std::vector<float> Coordinator::Impl::takeScratch() {
-    std::vector<float> s;
-    if (!scratchPool.empty()) {
-        s = std::move(scratchPool.back());
-        scratchPool.pop_back();
-    }
-    return s;
 }
 
 Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
@@ -52,7 +38,6 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     bool dryRun) {
     const int64_t expected = maxUploadBytes();
     std::unique_ptr<UploadSession::State> state;
-    std::vector<float> scratch;
     {
         std::lock_guard lock(mu);
         // A held result whose twin is gone is committed (or dropped) before it is looked at.
@@ -123,6 +108,12 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
                           "the coordinator is receiving " + std::to_string(uploadsTotal) +
                               " uploads; retry later",
                           15);
+        // Also answered to Expect: 100-continue, before the body is sent; the staging file's
+        // reservation (upload_stream.hpp) catches a disk that fills meanwhile.
+        std::error_code ec;
+        if (st != "accepted" &&
+            fs::space(dirs.uploads(), ec).available < static_cast<uintmax_t>(2 * P) && !ec)
+            return diskFull("this result of " + std::to_string(2 * P) + " bytes");
         if (dryRun)
             return std::unique_ptr<UploadSession::State>();
         UploadExpectation e;
@@ -154,19 +145,19 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         e.clock = [this] { return now(); };
         e.startedUnix = now();
         e.maxSeconds = cfg.maxUploadSeconds;
+        if (cfg.minCosine > -1)  // -1: the direction check is off, nothing to measure
+            e.direction = lastOuterStep;
         // The slot; the State's destructor releases it.
         uploading.insert(workUnitId);
         ++uploadsPerClient[clientId];
         ++uploadsTotal;
-        if (!e.accepted)
-            scratch = takeScratch();
         state =
             std::make_unique<UploadSession::State>(this, clientId, workUnitId, base, std::move(e));
     }
     if (!state->stream.isRetryOfAccepted()) {
         const fs::path staging = dirs.uploads() / (std::to_string(workUnitId) + "-" +
                                                    net::toHex(net::randomBytes(6)) + ".part");
-        if (auto r = state->stream.open(staging, std::move(scratch)))
+        if (auto r = state->stream.open(staging))
             return *r;
     }
     return state;
@@ -217,6 +208,8 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
                           std::to_string(s.baseVersion) + "; the run moved on to version " +
                           std::to_string(version) + " during the upload");
     const GateVerdict verdict = gateResult(s);
+    if (verdict.code == "internal")
+        return internalError(verdict.message);
     if (!verdict.accepted())
         return refuse(422, verdict.code, verdict.message);
     // A unit with a live twin waits for it, or is compared with it (replication.cpp).
@@ -248,7 +241,6 @@ CommitEntry Coordinator::Impl::entryOf(UploadSession::State& s) {
     e.resultDigest = s.stream.resultDigest();
     e.signature = s.stream.signature();
     e.stream = &s.stream;
-    e.delta = s.stream.delta();
     return e;
 }
 
@@ -265,6 +257,9 @@ Outcome<std::vector<std::string>> Coordinator::Impl::commitEntries(
         std::error_code e2;
         for (const auto& p : placed)
             fs::remove(p, e2);
+        // SQLite's SQLITE_FULL: the transaction was rolled back.
+        if (what.find("database or disk is full") != std::string::npos)
+            return diskFull("the result's record");
         return internalError(what);
     };
     for (CommitEntry& e : entries) {
@@ -351,7 +346,9 @@ Outcome<std::vector<std::string>> Coordinator::Impl::commitEntries(
     const int64_t needed = roundQuorum();
     for (const CommitEntry& e : entries) {
         metrics.countAccepted(e.tokens);
-        addScaled(sum, e.delta, static_cast<float>(e.weight), &pool);
+        // In acceptance order (mu is held from the transaction to here): the sum's rounding is
+        // the order's, and a restart re-adds the files in the same order (results.seq).
+        aggregator->add(dirs.payload(version, e.wuId), static_cast<float>(e.weight));
         log("result of work unit " + std::to_string(e.wuId) + " accepted into round " +
             std::to_string(version) + ": " + std::to_string(e.tokens) + " tokens, weight " +
             fmt(e.weight, 6) + ", norm " + fmt(e.norm) + ", loss " + fmt(e.lossFirst) + " -> " +

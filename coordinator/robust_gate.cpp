@@ -69,17 +69,25 @@ std::optional<double> robustReference(std::vector<double> norms) {
     return *mid;
 }
 
-std::optional<double> cosineSimilarity(std::span<const float> a, std::span<const float> b) {
+void CosineAccumulator::add(std::span<const float> a, std::span<const float> b) {
     const size_t n = std::min(a.size(), b.size());
-    double ab = 0, aa = 0, bb = 0;
     for (size_t i = 0; i < n; ++i) {
-        ab += double(a[i]) * double(b[i]);
-        aa += double(a[i]) * double(a[i]);
-        bb += double(b[i]) * double(b[i]);
+        m_ab += double(a[i]) * double(b[i]);
+        m_aa += double(a[i]) * double(a[i]);
+        m_bb += double(b[i]) * double(b[i]);
     }
-    if (aa == 0 || bb == 0)
+}
+
+std::optional<double> CosineAccumulator::value() const {
+    if (m_aa == 0 || m_bb == 0)
         return std::nullopt;
-    return ab / std::sqrt(aa * bb);
+    return m_ab / std::sqrt(m_aa * m_bb);
+}
+
+std::optional<double> cosineSimilarity(std::span<const float> a, std::span<const float> b) {
+    CosineAccumulator c;
+    c.add(a, b);
+    return c.value();
 }
 
 double l2Norm(std::span<const float> v) {

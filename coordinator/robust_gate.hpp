@@ -59,6 +59,17 @@ std::optional<double> robustReference(std::vector<double> norms);
 // Cosine similarity of a and b (same length), accumulated in double; none when either is zero.
 std::optional<double> cosineSimilarity(std::span<const float> a, std::span<const float> b);
 
+// The same, fed in consecutive pieces (an upload as it streams, a stored payload read in
+// chunks): the sums run in the same order, so the value is bit-identical to cosineSimilarity.
+class CosineAccumulator {
+  public:
+    void add(std::span<const float> a, std::span<const float> b);  // the next piece of each
+    std::optional<double> value() const;
+
+  private:
+    double m_ab = 0, m_aa = 0, m_bb = 0;
+};
+
 double l2Norm(std::span<const float> v);  // accumulated in double
 
 }  // namespace tandem::coord

@@ -66,13 +66,19 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     }
     // The outer step and the file reads and writes (seconds for a large model) run without the
     // lock, so that heartbeats, downloads and status stay responsive; commits wait on `closing`,
-    // and nothing else changes theta, vel or sum.
+    // and nothing else changes theta, vel or sum (the aggregator only adds committed results).
     closing = true;
     lock.unlock();
     if (cfg.testBeforeClose)
         cfg.testBeforeClose(r);
+    // Every committed result of the round in the sum (the aggregator reads their files).
+    Status summed = aggregator->drain();
     auto next =
-        outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late, cfg.outer, &pool);
+        summed
+            ? outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late, cfg.outer, &pool)
+            : Expected<NextVersion>(
+                  makeError(summed.error().message +
+                            "; the round cannot close until a restart rebuilds its sum"));
     Expected<ServedFile> published =
         next ? dirs.publish(r + 1, run.model, next->theta, next->velocity)
              : Expected<ServedFile>(next.error());

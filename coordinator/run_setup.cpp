@@ -5,9 +5,7 @@
 
 #include "coordinator_impl.hpp"
 
-#include "aggregate.hpp"
 #include "checkpoint.hpp"
-#include "codec.hpp"
 #include "corpus.hpp"
 #include "crypto.hpp"
 #include "file_io.hpp"
@@ -344,39 +342,17 @@ Status Coordinator::Impl::rebuildRoundSum() {
     if (!q)
         return q.error();
     q->bind(1, version);
-    std::vector<uint16_t> halves(kDecodeChunkHalves);
-    std::vector<float> decoded(kDecodeChunkHalves);
     int count = 0;
     while (q->step()) {
         const int64_t wu = q->integer(0);
-        const float weight = static_cast<float>(q->real(1));
-        const auto expected = toDigest(q->blob(2));
         const fs::path path = dirs.payload(version, wu);
-        FILE* f = std::fopen(path.c_str(), "rb");
-        if (!f)
-            return makeError("accepted result of work unit " + std::to_string(wu) +
-                             " is missing its payload " + path.string() +
-                             "; the state directory is damaged");
-        net::Sha256 h;
-        int64_t pos = 0;
-        while (pos < P) {
-            const size_t n = static_cast<size_t>(std::min<int64_t>(kDecodeChunkHalves, P - pos));
-            if (std::fread(halves.data(), 2, n, f) != n)
-                break;
-            h.update(
-                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(halves.data()), 2 * n));
-            // The same two steps as a live upload: decode (accumulate into zeros), then commit.
-            std::fill_n(decoded.begin(), n, 0.0f);
-            accumulateFp16(std::span(decoded).first(n), std::span(halves).first(n), 1.0f);
-            addScaled(std::span(sum).subspan(static_cast<size_t>(pos), n),
-                      std::span(decoded).first(n), weight, &pool);
-            pos += static_cast<int64_t>(n);
-        }
-        std::fclose(f);
-        if (pos != P || h.finish() != expected)
-            return makeError("the stored payload " + path.string() +
-                             " is truncated or does not match its SHA-256; the state directory "
-                             "is damaged");
+        // What the aggregator did when the result was accepted (round_aggregator.hpp), in the
+        // same order, with each file checked against its SHA-256.
+        if (auto st = accumulatePayload(sum, path, static_cast<float>(q->real(1)),
+                                        toDigest(q->blob(2)), &pool);
+            !st)
+            return makeError("accepted result of work unit " + std::to_string(wu) + ": " +
+                             st.error().message + "; the state directory is damaged");
         ++count;
     }
     if (auto st = q->status(); !st)

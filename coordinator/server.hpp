@@ -18,7 +18,10 @@ struct ServerConfig {
     int port = 8443;                 // 0: any free port (tests)
     std::filesystem::path certFile;  // both empty: a self-signed identity in <state>/tls
     std::filesystem::path keyFile;
-    int threads = 32;  // an idle keep-alive connection holds one for up to keepAliveSeconds
+    // A connection holds one while it is served: an upload for as long as it streams, an idle
+    // keep-alive connection for up to keepAliveSeconds. Room for the default 256 uploads at once
+    // and as many control requests (a thread costs about 70 KiB of RSS; docs/benchmarks.md).
+    int threads = 512;
     int readTimeoutSeconds = 30;
     int writeTimeoutSeconds = 60;
     int keepAliveSeconds = 5;

@@ -12,6 +12,11 @@
 
 namespace tandem::coord {
 
+namespace {
+// Values decoded at a time for the cosine (16 KiB).
+constexpr size_t kDecodePieceValues = 4096;
+}  // namespace
+
 UploadStream::UploadStream(UploadExpectation expectation) : m_expect(std::move(expectation)) {}
 
 UploadStream::~UploadStream() {
@@ -32,16 +37,27 @@ double UploadStream::norm() const {
     return std::sqrt(m_sumSquares);
 }
 
-std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFile,
-                                          std::vector<float> scratch) {
-    m_scratch = std::move(scratch);
-    m_scratch.assign(static_cast<size_t>(m_expect.parameterCount), 0.0f);
-    m_chunk.resize(kDecodeChunkHalves);
+std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFile) {
+    m_block.resize(kStageBlockHalves);
+    if (m_expect.direction)
+        m_decoded.resize(kDecodePieceValues);
     m_stagingFile = stagingFile;
     m_fd = ::open(m_stagingFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (m_fd < 0)
-        return internalError("cannot create " + m_stagingFile.string());
+        return writeFailed("create", errno);
+    // Reserve the payload's space now: a full disk is answered before the body is sent, and
+    // cannot strike in the middle of it. A file system without fallocate finds out as it writes.
+    const off_t bytes = static_cast<off_t>(2 * m_expect.parameterCount);
+    if (bytes > 0 && ::fallocate(m_fd, 0, 0, bytes) != 0 && errno != EOPNOTSUPP)
+        return writeFailed("reserve space for", errno);
     return std::nullopt;
+}
+
+std::optional<Refusal> UploadStream::writeFailed(const char* what, int error) {
+    if (error == ENOSPC || error == EDQUOT)
+        return diskFull("this result of " + std::to_string(2 * m_expect.parameterCount) + " bytes");
+    return internalError(std::string("cannot ") + what + " " + m_stagingFile.string() + ": " +
+                         std::strerror(error));
 }
 
 std::optional<Outcome<std::string>> UploadStream::checkHeader() {
@@ -98,35 +114,50 @@ std::optional<Outcome<std::string>> UploadStream::checkHeader() {
     return std::nullopt;
 }
 
-std::optional<Refusal> UploadStream::flushChunk() {
-    if (m_chunkBytes == 0)
+std::optional<Refusal> UploadStream::flushBlock() {
+    if (m_blockBytes == 0)
         return std::nullopt;
-    const size_t n = m_chunkBytes / 2;
-    std::span<const uint16_t> halves(m_chunk.data(), n);
-    const auto* bytes = reinterpret_cast<const uint8_t*>(m_chunk.data());
+    const size_t n = m_blockBytes / 2;
+    std::span<const uint16_t> halves(m_block.data(), n);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(m_block.data());
     size_t written = 0;
     while (written < n * 2) {
         ssize_t w = ::write(m_fd, bytes + written, n * 2 - written);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return internalError("cannot write " + m_stagingFile.string() + ": " +
-                                 std::strerror(errno));
+            return writeFailed("write", w < 0 ? errno : EIO);
         written += static_cast<size_t>(w);
     }
     // Start writing back what has arrived, so that the fsync at the end has little left to do.
-    ::sync_file_range(m_fd, 2 * m_decoded, static_cast<off_t>(n * 2), SYNC_FILE_RANGE_WRITE);
+    ::sync_file_range(m_fd, 2 * m_written, static_cast<off_t>(n * 2), SYNC_FILE_RANGE_WRITE);
     const Fp16Scan scan = scanFp16(halves);
     if (scan.nonFinite > 0)
         return refuse(422, "non_finite",
                       "the payload holds " + std::to_string(scan.nonFinite) +
-                          " NaN or Inf value(s) among parameters " + std::to_string(m_decoded) +
-                          ".." + std::to_string(m_decoded + static_cast<int64_t>(n) - 1) +
+                          " NaN or Inf value(s) among parameters " + std::to_string(m_written) +
+                          ".." + std::to_string(m_written + static_cast<int64_t>(n) - 1) +
                           "; a worker must not send a failed work unit");
-    m_sumSquares += scan.sumSquares;
-    accumulateFp16(std::span(m_scratch).subspan(static_cast<size_t>(m_decoded), n), halves, 1.0f);
-    m_decoded += static_cast<int64_t>(n);
-    m_chunkBytes = 0;
+    // The sums a scan of whole 1 MiB chunks makes: block sums in order within a chunk, then the
+    // chunks' sums in order (the norm decides the gate's down-weighting, so it must not move).
+    m_chunkSquares += scan.sumSquares;
+    if (const auto& dir = m_expect.direction)
+        for (size_t k = 0; k < n; k += m_decoded.size()) {
+            const size_t len = std::min(m_decoded.size(), n - k);
+            const auto piece = std::span(m_decoded).first(len);
+            std::fill(piece.begin(), piece.end(), 0.0f);
+            accumulateFp16(piece, halves.subspan(k, len), 1.0f);
+            const size_t at = static_cast<size_t>(m_written) + k;
+            if (at < dir->size())
+                m_cosine.add(piece, std::span(*dir).subspan(at, std::min(len, dir->size() - at)));
+        }
+    m_written += static_cast<int64_t>(n);
+    if (m_written % static_cast<int64_t>(kDecodeChunkHalves) == 0 ||
+        m_written == m_expect.parameterCount) {
+        m_sumSquares += m_chunkSquares;
+        m_chunkSquares = 0;
+    }
+    m_blockBytes = 0;
     return std::nullopt;
 }
 
@@ -146,15 +177,15 @@ std::optional<Outcome<std::string>> UploadStream::feed(std::span<const uint8_t> 
     if (bytes.empty())
         return std::nullopt;
     m_payloadHash.update(bytes);
-    auto* chunkBytes = reinterpret_cast<uint8_t*>(m_chunk.data());
-    const size_t capacity = m_chunk.size() * 2;
+    auto* blockBytes = reinterpret_cast<uint8_t*>(m_block.data());
+    const size_t capacity = m_block.size() * 2;
     while (!bytes.empty()) {
-        const size_t take = std::min(bytes.size(), capacity - m_chunkBytes);
-        std::memcpy(chunkBytes + m_chunkBytes, bytes.data(), take);
-        m_chunkBytes += take;
+        const size_t take = std::min(bytes.size(), capacity - m_blockBytes);
+        std::memcpy(blockBytes + m_blockBytes, bytes.data(), take);
+        m_blockBytes += take;
         bytes = bytes.subspan(take);
-        if (m_chunkBytes == capacity)
-            if (auto r = flushChunk())
+        if (m_blockBytes == capacity)
+            if (auto r = flushBlock())
                 return Outcome<std::string>(*r);
     }
     if (m_expect.clock() - m_expect.startedUnix > m_expect.maxSeconds)
@@ -174,16 +205,16 @@ std::optional<Refusal> UploadStream::finish(bool complete) {
                           std::to_string(m_expect.bodyBytes) + " bytes; nothing was counted");
     if (m_expect.accepted || !m_header)
         return internalError("upload state");
-    if ((m_chunkBytes % 2) != 0)
+    if ((m_blockBytes % 2) != 0)
         return refuse(400, "truncated", "odd payload length");
-    if (auto r = flushChunk())
+    if (auto r = flushBlock())
         return *r;
     if (m_payloadHash.finish() != m_header->payloadSha256)
         return refuse(422, "digest_mismatch",
                       "the payload's SHA-256 differs from the one in the result header; the "
                       "data was damaged in transit or the header is wrong");
     if (::fsync(m_fd) != 0)
-        return internalError("cannot flush " + m_stagingFile.string());
+        return writeFailed("flush", errno);
     ::close(m_fd);
     m_fd = -1;
     return std::nullopt;

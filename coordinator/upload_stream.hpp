@@ -1,18 +1,23 @@
 // The checks of one upload's byte stream as it arrives, with no database and no lock: the
 // 128-byte result header (work unit, size, the client's signature, claimed tokens and steps),
-// then the payload, written to a staging file, hashed, scanned for NaN/Inf and decoded into a
-// private fp32 scratch 1 MiB at a time; at the end the payload's digest and the flush to disk.
+// then the payload, written to a staging file 128 KiB at a time while it is hashed, scanned for
+// NaN/Inf, measured (its norm, and its cosine to the gate's reference direction); at the end
+// the payload's digest and the flush to disk. Memory per upload: the 128 KiB block, never P
+// values: accepted payloads are added to the round sum from their files (round_aggregator.hpp).
 // Result intake (result_intake.cpp) begins and commits uploads around it.
 //
 // Dimensions: P parameters.
 #pragma once
 
 #include "coordinator.hpp"
+#include "payload_file.hpp"
 #include "result_format.hpp"
+#include "robust_gate.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,8 +25,9 @@
 
 namespace tandem::coord {
 
-// Payload halves decoded per step (1 MiB), here and when a restart rebuilds the round sum.
-inline constexpr size_t kDecodeChunkHalves = size_t{1} << 19;
+// Payload halves written, scanned and measured per step (128 KiB): scanFp16's block, so the norm
+// adds the same block sums in the same order as a scan of whole 1 MiB chunks.
+inline constexpr size_t kStageBlockHalves = size_t{1} << 16;
 
 // What an upload must match, fixed when it begins.
 struct UploadExpectation {
@@ -46,6 +52,10 @@ struct UploadExpectation {
     std::function<int64_t()> clock;
     int64_t startedUnix = 0;
     int64_t maxSeconds = 0;
+    // The Byzantine gate's reference direction (the last outer step, P values; null: none). The
+    // cosine to it is measured as the payload streams; the intake recomputes it from the
+    // staging file when a round closed during the upload (the direction changed).
+    std::shared_ptr<const std::vector<float>> direction;
 };
 
 class UploadStream {
@@ -55,14 +65,13 @@ class UploadStream {
     UploadStream(const UploadStream&) = delete;
     UploadStream& operator=(const UploadStream&) = delete;
 
-    // Before the first byte of a result not yet accepted: creates the staging file and takes
-    // `scratch` (resized to P zeros; pass a used buffer to avoid a new allocation).
-    std::optional<Refusal> open(const std::filesystem::path& stagingFile,
-                                std::vector<float> scratch);
+    // Before the first byte of a result not yet accepted: creates the staging file and reserves
+    // the payload's 2P bytes on disk (507 insufficient_storage when the disk cannot hold them).
+    std::optional<Refusal> open(const std::filesystem::path& stagingFile);
     // The next body bytes. A value means "stop reading and answer this": a refusal, or the
     // stored receipt of an idempotent retry.
     std::optional<Outcome<std::string>> feed(std::span<const uint8_t> bytes);
-    // complete: the whole body arrived. Checks the length, decodes the last chunk, compares the
+    // complete: the whole body arrived. Checks the length, the last block, compares the
     // payload's SHA-256 with the header's, and flushes and closes the staging file. Once only.
     std::optional<Refusal> finish(bool complete);
 
@@ -70,7 +79,11 @@ class UploadStream {
     const net::ResultHeader& header() const { return *m_header; }
     const net::Sha256Digest& resultDigest() const { return m_digest; }  // of the header
     double norm() const;                                                // of the payload
-    std::span<const float> delta() const { return m_scratch; }          // (P) decoded payload
+    // The cosine to expectation.direction (none without one, or for a zero payload).
+    std::optional<double> cosine() const { return m_cosine.value(); }
+    const std::shared_ptr<const std::vector<float>>& direction() const {
+        return m_expect.direction;
+    }
     const std::filesystem::path& stagingFile() const { return m_stagingFile; }
     // The staging file was moved elsewhere: do not remove it.
     void releaseStagingFile() { m_stagingFile.clear(); }
@@ -79,23 +92,25 @@ class UploadStream {
     bool isRetryOfAccepted() const { return m_expect.accepted; }
     // Closes and removes the staging file (if still there).
     void discard();
-    std::vector<float> takeScratch() { return std::move(m_scratch); }
 
   private:
     std::optional<Outcome<std::string>> checkHeader();
-    std::optional<Refusal> flushChunk();
+    std::optional<Refusal> flushBlock();
+    std::optional<Refusal> writeFailed(const char* what, int error);
 
     UploadExpectation m_expect;
     std::vector<uint8_t> m_head;
     std::optional<net::ResultHeader> m_header;
     net::Sha256Digest m_digest{};
     net::Sha256 m_payloadHash;
-    std::vector<float> m_scratch;  // (P) decoded delta
-    std::vector<uint16_t> m_chunk;
-    size_t m_chunkBytes = 0;
-    int64_t m_decoded = 0;  // halves decoded into the scratch
+    std::vector<uint16_t> m_block;  // (kStageBlockHalves) arriving halves
+    std::vector<float> m_decoded;   // a piece of the block, decoded for the cosine
+    size_t m_blockBytes = 0;
+    int64_t m_written = 0;  // halves written and scanned
     int64_t m_received = 0;
-    double m_sumSquares = 0;
+    // scanFp16's sums: of the blocks of the current 1 MiB chunk, then of the chunks.
+    double m_chunkSquares = 0, m_sumSquares = 0;
+    CosineAccumulator m_cosine;
     int m_fd = -1;
     std::filesystem::path m_stagingFile;
     bool m_finished = false;

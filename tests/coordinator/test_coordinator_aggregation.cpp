@@ -148,8 +148,16 @@ std::string uploadInPieces(coord::Coordinator& c, const Direct& d, const BuiltRe
 class TestCoordinatorAggregation : public QObject {
     Q_OBJECT
   private slots:
+    void roundsGiveExactlyTheExpectedWeights_data() {
+        QTest::addColumn<bool>("backgroundThreads");
+        QTest::newRow("commit adds, commit closes") << false;
+        // The aggregator thread adds the stored payloads, the ticker closes the round.
+        QTest::newRow("aggregator thread, ticker closes") << true;
+    }
     void roundsGiveExactlyTheExpectedWeights() {
+        QFETCH(bool, backgroundThreads);
         coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
+        cfg.backgroundThreads = backgroundThreads;
         TestCoordinator t(cfg, /*withServer=*/false);
         QVERIFY2(t.ok(), t.error().c_str());
         coord::Coordinator* c = &t.coordinator();
@@ -174,7 +182,8 @@ class TestCoordinatorAggregation : public QObject {
         QCOMPARE(receiptA->credit, std::optional<int64_t>(32));
         QCOMPARE(c->currentVersion(), 0);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, b, rB, 12)).ok());
-        QCOMPARE(c->currentVersion(), 1);  // quorum 2 closed round 0
+        QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(1),
+                                  30000);  // quorum 2 closed round 0
         const std::vector<float> theta0F = oracle.thetaF;
         const std::vector<double> theta0D = oracle.thetaD;
         oracle.round({{dA, 32}, {dB, 96}});
@@ -207,7 +216,7 @@ class TestCoordinatorAggregation : public QObject {
         const auto dA2 = randomDelta(P, 4, 16);
         auto rA2 = buildResult(wuA2, dA2, a.key, 64);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, a, rA2, 15)).ok());
-        QCOMPARE(c->currentVersion(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(2), 30000);
         oracle.round({{dC, 64, &theta0F, &theta0D}, {dA2, 64}});
         QCOMPARE(c->weights(), oracle.thetaF);
         QCOMPARE(c->velocity(), oracle.velF);
@@ -325,6 +334,57 @@ class TestCoordinatorAggregation : public QObject {
         QCOMPARE(c.currentVersion(), 2);
     }
 
+    // Four results of one round accepted in an order other than their work units' (d, b, a, c),
+    // with the aggregator thread and a restart after the third: the weights are the float
+    // oracle's summing in acceptance order, bit for bit (and summing in work-unit order gives
+    // other bits, so the order is what is checked).
+    void theSumIsAddedInAcceptanceOrder() {
+        coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
+        cfg.quorum = 4;
+        cfg.backgroundThreads = true;
+        TestCoordinator t(cfg, /*withServer=*/false);
+        QVERIFY2(t.ok(), t.error().c_str());
+        coord::Coordinator* c = &t.coordinator();
+        const int64_t P = c->parameterCount();
+        Oracle accepted{c->weights(), std::vector<float>(size_t(P), 0.0f), {}, {}, 0.5f, 0.75f};
+        accepted.thetaD.assign(accepted.thetaF.begin(), accepted.thetaF.end());
+        accepted.velD.assign(size_t(P), 0.0);
+        Oracle byUnit = accepted;
+        std::vector<Direct> clients;
+        std::vector<net::Manifest> units;
+        std::vector<std::vector<uint16_t>> deltas;
+        for (int i = 0; i < 4; ++i) {
+            clients.push_back(registerDirect(*c, "c" + std::to_string(i)));
+            units.push_back(work(*c, clients.back()));
+            deltas.push_back(randomDelta(P, 40 + uint64_t(i), 20));  // wide range: rounding shows
+        }
+        const int order[4] = {3, 1, 0, 2};
+        const double weights[4] = {16, 48, 80, 112};  // tokens, at most 4 steps x 2 x 16
+        for (int k = 0; k < 4; ++k) {
+            const int i = order[k];
+            const auto r = buildResult(units[size_t(i)], deltas[size_t(i)], clients[size_t(i)].key,
+                                       int64_t(weights[i]));
+            QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, clients[size_t(i)], r, 20 + k)).ok());
+            if (k == 2) {  // the first three are re-added from their files, in their order
+                t.close();
+                t.open();
+                QVERIFY2(t.ok(), t.error().c_str());
+                c = &t.coordinator();
+            }
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(1), 30000);
+        std::vector<Contribution> inAcceptanceOrder, inUnitOrder;
+        for (int k = 0; k < 4; ++k)
+            inAcceptanceOrder.push_back({deltas[size_t(order[k])], weights[order[k]]});
+        for (int i = 0; i < 4; ++i)
+            inUnitOrder.push_back({deltas[size_t(i)], weights[i]});
+        accepted.round(inAcceptanceOrder);
+        byUnit.round(inUnitOrder);
+        QVERIFY(accepted.thetaF != byUnit.thetaF);
+        QCOMPARE(c->weights(), accepted.thetaF);
+        QCOMPARE(c->velocity(), accepted.velF);
+    }
+
     void refusedUploadLeavesTheSumUntouched() {
         coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
         TestCoordinator t(cfg, false);
@@ -338,7 +398,7 @@ class TestCoordinatorAggregation : public QObject {
         auto b = registerDirect(c, "b");
         auto wuA = work(c, a), wuB = work(c, b);
         const auto dA = randomDelta(P, 5, 18), dB = randomDelta(P, 6, 18);
-        // B first sends a payload that is fully decoded into its scratch, then fails the digest.
+        // B first sends a payload that is fully staged and scanned, then fails the digest.
         auto bad = buildResult(wuB, randomDelta(P, 7, 20), b.key, 64);
         bad.body.back() ^= 0x01;
         QVERIFY(uploadInPieces(c, b, bad, 1).find("SHA-256") != std::string::npos);

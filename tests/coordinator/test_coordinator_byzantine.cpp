@@ -212,6 +212,61 @@ class TestCoordinatorByzantine : public QObject {
         QCOMPARE(f.coordinator().currentVersion(), int64_t{6});
     }
 
+    // An upload measures its cosine as it streams, against the last outer step it began with; a
+    // round that closes meanwhile moves the direction, and the gate must judge the result by the
+    // new one (as an upload that began after the close would be judged).
+    void aCloseDuringAnUploadMovesTheDirection() {
+        auto cfg = config(3);
+        cfg.outer = OuterConfig{0.7f, 0.0f};  // no momentum: the step is the round's mean delta
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const int64_t P = f.coordinator().parameterCount();
+        // p = (i % 7 - 3) and q = (i % 5 - 2) are orthogonal over every 35 values.
+        auto mix = [P](float pScale, float qScale) {
+            std::vector<uint16_t> d(static_cast<size_t>(P));
+            for (int64_t i = 0; i < P; ++i)
+                d[size_t(i)] =
+                    floatToHalf(0.001f * (pScale * float(i % 7 - 3) + qScale * float(i % 5 - 2)));
+            return d;
+        };
+        auto a = f.registerClient("a"), b = f.registerClient("b"), c = f.registerClient("c"),
+             d = f.registerClient("d");
+        float scale = 1.0f;
+        for (auto* client : {&b, &c, &d}) {  // round 0: the step points along p
+            const auto m = f.work(*client);
+            QCOMPARE(codeOf(f.upload(*client, buildResult(m, mix(scale, 0), client->key))),
+                     std::string("accepted"));
+            scale += 0.1f;
+        }
+        QCOMPARE(f.coordinator().currentVersion(), int64_t{1});
+        // a's result u = p - 2q: cosine +0.58 to p, -0.73 to q + 0.1p (round 1's step).
+        const auto ma = f.work(a);
+        const auto r = buildResult(ma, mix(1, -2), a.key);
+        auto session =
+            f.coordinator().beginUpload(a.id, ma.workUnitId, int64_t(r.body.size()), r.signature);
+        QVERIFY(session.ok());
+        const size_t half = r.body.size() / 2;
+        QVERIFY(!session.value()->feed(std::span(r.body).first(half)));
+        scale = 1.0f;
+        for (auto* client : {&b, &c, &d}) {  // round 1: the step points along q + 0.1p
+            const auto m = f.work(*client);
+            QCOMPARE(
+                codeOf(f.upload(*client, buildResult(m, mix(0.1f * scale, scale), client->key))),
+                std::string("accepted"));
+            scale += 0.1f;
+        }
+        QCOMPARE(f.coordinator().currentVersion(), int64_t{2});
+        QVERIFY(!session.value()->feed(std::span(r.body).subspan(half)));
+        auto judged = session.value()->finish(true);
+        QCOMPARE(codeOf(judged), std::string("wrong_direction"));
+        QVERIFY2(judged.refusal().message.find(
+                     "cosine similarity to the last outer step is -0.7") != std::string::npos,
+                 judged.refusal().message.c_str());
+        session.value().reset();
+        // The same result begun after the close is judged the same.
+        QCOMPARE(codeOf(f.upload(a, r)), std::string("wrong_direction"));
+    }
+
     void aRestartKeepsTheReferenceAndTheDirection() {
         auto cfg = config(3);
         DirectCoordinator f(cfg);

@@ -1,9 +1,10 @@
 // Result intake through the Coordinator without HTTP: the checks before the body, upload slots
 // (per work unit, per client, in all), an accepted result (signed receipt, weight, stored
-// payload, idempotent retry), a refusal that changes nothing, the norm bound, and a work unit
-// abandoned by a round close while its upload was arriving.
+// payload, idempotent retry), a refusal that changes nothing, the norm bound, a full disk (507,
+// nothing counted), and a work unit abandoned by a round close while its upload was arriving.
 #include "codec.hpp"
 #include "direct.hpp"
+#include "small_disk.hpp"
 
 #include <QtTest>
 
@@ -21,6 +22,20 @@ coord::CoordinatorConfig config() {
 
 int64_t totalTokens(DirectCoordinator& f) {
     return f.coordinator().status().totalTokens;
+}
+
+// Moves the (closed) state directory onto a tmpfs of `bytes` (small_disk.hpp). Empty when it
+// worked, otherwise why not.
+std::string moveOntoSmallDisk(const std::filesystem::path& state, int64_t bytes) {
+    const auto aside = state.parent_path() / "aside";
+    std::filesystem::rename(state, aside);
+    if (auto why = mountSmallDisk(state, bytes); !why.empty()) {
+        std::filesystem::remove(state);
+        std::filesystem::rename(aside, state);
+        return why;
+    }
+    std::filesystem::copy(aside, state, std::filesystem::copy_options::recursive);
+    return {};
 }
 
 }  // namespace
@@ -210,6 +225,53 @@ class TestCoordinatorIntake : public QObject {
         QCOMPARE(outlier.refusal().code, std::string("outlier_norm"));
         QVERIFY(outlier.refusal().message.find("times the reference") != std::string::npos);
         QVERIFY(f.upload(b, buildResult(mb, patternDelta(P, 9.5f), b.key)).ok());
+    }
+
+    // A full disk: the upload is answered 507 before its body (its 2P bytes cannot be reserved),
+    // nothing is counted or left in staging, and once there is room the same result is accepted.
+    void aFullDiskAnswers507() {
+        DirectCoordinator f(config());
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto state = f.t().stateDir();
+        f.t().close();
+        int64_t used = 0;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(state))
+            if (e.is_regular_file())
+                used += static_cast<int64_t>(e.file_size());
+        if (auto why = moveOntoSmallDisk(state, used + (4 << 20)); !why.empty())
+            QSKIP(why.c_str());
+        f.t().open();
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto a = f.registerClient("a");
+        const int64_t P = f.coordinator().parameterCount();
+        const auto m = f.work(a);
+        const auto r = buildResult(m, patternDelta(P, 1), a.key);
+        // Fill the disk to less than one payload (2P bytes) free.
+        const auto filler = state / "filler";
+        {
+            std::ofstream out(filler, std::ios::binary);
+            const std::vector<char> block(4096, 'x');
+            while (freeBytes(state) >= 2 * P && out.write(block.data(), block.size()))
+                out.flush();
+        }
+        QVERIFY(freeBytes(state) < 2 * P);
+        auto full = f.upload(a, r);
+        QVERIFY(!full.ok());
+        QCOMPARE(full.refusal().httpStatus, 507);
+        QCOMPARE(full.refusal().code, std::string("insufficient_storage"));
+        QVERIFY2(full.refusal().message.find("disk is full") != std::string::npos,
+                 full.refusal().message.c_str());
+        QCOMPARE(totalTokens(f), int64_t{0});
+        QVERIFY(std::filesystem::is_empty(state / "uploads"));
+        QVERIFY(!std::filesystem::exists(state / "rounds" / "0" /
+                                         (std::to_string(m.workUnitId) + ".f16")));
+        // Room again: the same result counts, once.
+        std::filesystem::remove(filler);
+        auto accepted = f.upload(a, r);
+        QVERIFY2(accepted.ok(), accepted.ok() ? "" : accepted.refusal().message.c_str());
+        QCOMPARE(totalTokens(f), int64_t{m.innerSteps} * m.batch * m.seqLen);
+        f.t().close();
+        ::umount2(state.c_str(), MNT_DETACH);
     }
 
     void abandonedWhileUploading() {

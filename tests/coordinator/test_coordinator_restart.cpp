@@ -15,6 +15,7 @@
 #include <httplib.h>
 #include <sqlite3.h>
 
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -289,7 +290,10 @@ class TestCoordinatorRestart : public QObject {
                 QVERIFY2(start(), "restart after kill -9 failed");
             }
 
-            // The committed state is consistent after every restart.
+            // The committed state is consistent after every restart, and no staging file of an
+            // upload cut by the kill is left (the clients' requests are over: none is arriving).
+            QVERIFY2(QDir(m_state + "/uploads").isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot),
+                     qPrintable(QDir(m_state + "/uploads").entryList().join(' ')));
             Sql db((m_state + "/coordinator.db").toStdString());
             for (auto& [wu, json] : receipts) {
                 auto rows = db.query("SELECT json FROM receipts WHERE work_unit_id = " +

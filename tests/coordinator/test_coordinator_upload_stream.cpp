@@ -1,11 +1,13 @@
 // One upload's byte stream alone (no coordinator, no database): a result fed in odd pieces is
-// staged byte for byte, decoded exactly and measured (norm) against an independent half decoder;
+// staged byte for byte and measured (norm, cosine to a direction) against an independent half
+// decoder, and read back exactly by PayloadReader;
 // each header and payload check refuses with its status and code; a retry of an accepted result
 // gets its stored receipt.
 //
 // Dimensions: P parameters.
 #include "codec.hpp"
 #include "random.hpp"
+#include "small_disk.hpp"
 #include "upload_stream.hpp"
 
 #include <QTemporaryDir>
@@ -18,6 +20,7 @@
 
 using namespace tandem;
 using namespace tandem::coord;
+using namespace tandem::testing;
 
 namespace {
 
@@ -107,7 +110,7 @@ std::optional<Outcome<std::string>> feedAll(UploadStream& s, std::span<const uin
 // The refusal of a stream that took `body` whole and was then finished.
 Refusal refusalOf(Fixture& f, const Result& r, int64_t P) {
     UploadStream s(f.expect(P, r.signature));
-    if (auto refused = s.open(f.staging(), {}))
+    if (auto refused = s.open(f.staging()))
         return *refused;
     if (auto answer = feedAll(s, r.body))
         return answer->ok() ? Refusal{200, "answered", answer->value()} : answer->refusal();
@@ -122,44 +125,99 @@ class TestCoordinatorUploadStream : public QObject {
     Q_OBJECT
 
   private slots:
-    void stagesDecodesAndMeasures() {
+    void stagesAndMeasures() {
         Fixture f;
-        const int64_t P = (int64_t{1} << 19) + 1000;  // more than one 1 MiB decode step
+        const int64_t P = (int64_t{1} << 19) + 70000;  // a 1 MiB chunk, then two blocks more
         const auto payload = randomPayload(P, 11);
         const auto r = makeResult(f.key, 7, payload);
+        // A reference direction with its own values (the gate's last outer step).
+        Rng rng(5);
+        auto direction = std::make_shared<std::vector<float>>(static_cast<size_t>(P));
+        for (auto& v : *direction)
+            v = static_cast<float>(rng.uniform() - 0.5);
         {
-            UploadStream s(f.expect(P, r.signature));
-            QVERIFY(!s.open(f.staging(), std::vector<float>(5, 3.0f)));  // a used buffer
+            auto e = f.expect(P, r.signature);
+            e.direction = direction;
+            UploadStream s(e);
+            QVERIFY(!s.open(f.staging()));
+            // The payload's space is reserved before the first byte arrives.
+            QCOMPARE(std::filesystem::file_size(f.staging()), uintmax_t(2 * P));
             QVERIFY(!feedAll(s, r.body));
             QVERIFY(!s.finish(true));
             QVERIFY(s.header() == r.header);
             QVERIFY(s.resultDigest() == net::resultDigest(r.header));
-            double sumSquares = 0;
-            bool exact = true;
+            double sumSquares = 0, ab = 0, bb = 0;
             for (int64_t i = 0; i < P; ++i) {
                 const double x = decodeHalf(payload[static_cast<size_t>(i)]);
+                const double y = (*direction)[static_cast<size_t>(i)];
                 sumSquares += x * x;
-                exact = exact && s.delta()[static_cast<size_t>(i)] == static_cast<float>(x);
+                ab += x * y;
+                bb += y * y;
             }
-            QCOMPARE(s.delta().size(), size_t(P));
-            QVERIFY(exact);
             // scanFp16 adds squares in float lanes of 16 (relative error below 1e-6).
             QVERIFY(std::abs(s.norm() - std::sqrt(sumSquares)) <= 1e-6 * std::sqrt(sumSquares));
+            // Exactly what cosineSimilarity gives on the decoded values held in memory.
+            std::vector<float> decoded(static_cast<size_t>(P));
+            for (int64_t i = 0; i < P; ++i)
+                decoded[size_t(i)] = static_cast<float>(decodeHalf(payload[size_t(i)]));
+            QCOMPARE(s.cosine(), cosineSimilarity(decoded, *direction));
+            QVERIFY(std::abs(*s.cosine() - ab / std::sqrt(sumSquares * bb)) < 1e-12);
+            // The norm is the one a scan of whole 1 MiB chunks gives (the coordinator's before
+            // uploads were staged in blocks): its down-weighting must not move.
+            const auto whole = scanFp16(std::span(payload).first(size_t{1} << 19)).sumSquares +
+                               scanFp16(std::span(payload).subspan(size_t{1} << 19)).sumSquares;
+            QCOMPARE(s.norm(), std::sqrt(whole));
             std::ifstream in(f.staging(), std::ios::binary);
             const std::vector<uint8_t> staged{std::istreambuf_iterator<char>(in), {}};
             QVERIFY(staged ==
                     std::vector<uint8_t>(r.body.begin() + net::kResultHeaderBytes, r.body.end()));
+            // Read back as the aggregator does: the halves' exact values, chunk by chunk.
+            auto reader = PayloadReader::open(f.staging(), P, r.header.payloadSha256);
+            QVERIFY(reader.ok());
+            int64_t at = 0;
+            bool exact = true;
+            for (auto chunk = reader->next(); chunk.ok() && !chunk->empty();
+                 chunk = reader->next()) {
+                QCOMPARE(reader->offset(), at);
+                for (float v : *chunk)
+                    exact = exact && v == decoded[size_t(at++)];
+            }
+            QCOMPARE(at, P);
+            QVERIFY(exact);
             QVERIFY(s.finish(true)->code == "internal");  // once only
         }
         QVERIFY(!std::filesystem::exists(f.staging()));  // removed unless released
         {
             UploadStream s(f.expect(P, r.signature));
-            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!s.open(f.staging()));
             QVERIFY(!feedAll(s, r.body));
             QVERIFY(!s.finish(true));
+            QVERIFY(!s.cosine());  // no direction given
             s.releaseStagingFile();
         }
         QVERIFY(std::filesystem::exists(f.staging()));
+        // A damaged or short file is refused by the reader.
+        {
+            std::fstream io(f.staging(), std::ios::in | std::ios::out | std::ios::binary);
+            io.seekp(1000);
+            io.put('\x55');
+        }
+        auto damaged = PayloadReader::open(f.staging(), P, r.header.payloadSha256);
+        QVERIFY(damaged.ok());
+        Expected<std::span<const float>> last = damaged->next();
+        while (last.ok() && !last->empty())
+            last = damaged->next();
+        QVERIFY(!last.ok());
+        QVERIFY2(last.error().message.find("does not match its SHA-256") != std::string::npos,
+                 last.error().message.c_str());
+        std::filesystem::resize_file(f.staging(), 2 * P - 2);
+        auto shortFile = PayloadReader::open(f.staging(), P);
+        last = shortFile->next();
+        while (last.ok() && !last->empty())
+            last = shortFile->next();
+        QVERIFY(!last.ok());
+        QVERIFY2(last.error().message.find("ends after") != std::string::npos,
+                 last.error().message.c_str());
     }
 
     void headerChecks() {
@@ -213,7 +271,7 @@ class TestCoordinatorUploadStream : public QObject {
         const auto r = makeResult(f.key, 7, randomPayload(P, 15));
         {
             UploadStream s(f.expect(P, r.signature));
-            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!s.open(f.staging()));
             QVERIFY(!feedAll(s, std::span(r.body).first(r.body.size() - 2)));
             const auto refused = s.finish(true);
             QCOMPARE(refused->httpStatus, 400);
@@ -222,13 +280,13 @@ class TestCoordinatorUploadStream : public QObject {
         }
         {
             UploadStream s(f.expect(P, r.signature));
-            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!s.open(f.staging()));
             QVERIFY(!feedAll(s, r.body));
             QCOMPARE(s.finish(false)->code, std::string("truncated"));  // the body was cut
         }
         {
             UploadStream s(f.expect(P, r.signature));
-            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!s.open(f.staging()));
             QVERIFY(!feedAll(s, r.body));
             const uint8_t extra = 0;
             auto refused = s.feed(std::span(&extra, 1));
@@ -237,7 +295,7 @@ class TestCoordinatorUploadStream : public QObject {
         }
         {
             UploadStream s(f.expect(P, r.signature));
-            QVERIFY(!s.open(f.staging(), {}));
+            QVERIFY(!s.open(f.staging()));
             QVERIFY(!s.feed(std::span(r.body).first(200)));
             f.clock = 100 + 61;
             auto refused = s.feed(std::span(r.body).subspan(200, 10));
@@ -245,6 +303,39 @@ class TestCoordinatorUploadStream : public QObject {
             QCOMPARE(refused->refusal().httpStatus, 408);
             QCOMPARE(refused->refusal().code, std::string("too_slow"));
         }
+    }
+
+    // A disk without room for the payload: 507 before the first byte, and no file left behind.
+    // (The coordinator answers the same before it opens the stream when it sees the disk full;
+    // this is the reservation that catches a disk filled meanwhile.)
+    void aFullDiskIsRefusedAtOpen() {
+        Fixture f;
+        const auto disk = std::filesystem::path(f.dir.path().toStdString()) / "disk";
+        if (auto why = mountSmallDisk(disk, 1 << 20); !why.empty())
+            QSKIP(why.c_str());
+        const int64_t P = 600000;  // 1.2 MB of payload on a 1 MiB disk
+        const auto r = makeResult(f.key, 7, randomPayload(P, 18));
+        {
+            UploadStream s(f.expect(P, r.signature));
+            const auto refused = s.open(disk / "upload.part");
+            QVERIFY(refused);
+            QCOMPARE(refused->httpStatus, 507);
+            QCOMPARE(refused->code, std::string("insufficient_storage"));
+            QVERIFY2(refused->message.find("disk is full") != std::string::npos &&
+                         refused->message.find("1200000 bytes") != std::string::npos,
+                     refused->message.c_str());
+        }
+        QVERIFY(std::filesystem::is_empty(disk));
+        QVERIFY(freeBytes(disk) > (1 << 20) - 8192);  // the failed reservation holds nothing
+        // One that fits is staged there.
+        const int64_t small = 100000;
+        const auto fits = makeResult(f.key, 7, randomPayload(small, 19));
+        UploadStream s(f.expect(small, fits.signature));
+        QVERIFY(!s.open(disk / "upload.part"));
+        QVERIFY(!feedAll(s, fits.body));
+        QVERIFY(!s.finish(true));
+        QCOMPARE(std::filesystem::file_size(disk / "upload.part"), uintmax_t(2 * small));
+        ::umount2(disk.c_str(), MNT_DETACH);
     }
 
     void retryOfAnAcceptedResult() {

@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     coord::UploadStream stream(std::move(expect));
     const auto staging = fuzz::scratchFile({}).parent_path() / "staging";
-    if (auto r = stream.open(staging, {}))
+    if (auto r = stream.open(staging))
         return checkRefusal(*r), 0;
     const bool stopEarly = selector & 4;  // the connection ends before the body does
     size_t fed = 0;
@@ -84,9 +84,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(static_cast<int64_t>(body.size()) == net::kResultHeaderBytes + 2 * kParameters);
     FUZZ_CHECK(net::parseResultHeader(body).ok());
     FUZZ_CHECK(stream.header().workUnitId == 7);
-    FUZZ_CHECK(static_cast<int64_t>(stream.delta().size()) == kParameters);
-    for (float v : stream.delta())
-        FUZZ_CHECK(std::isfinite(v));
+    // The staged payload: 2P bytes of finite halves, as the aggregator will read them.
+    auto staged = coord::PayloadReader::open(
+        stream.stagingFile(), kParameters,
+        net::sha256(std::span<const uint8_t>(body).subspan(net::kResultHeaderBytes)));
+    FUZZ_CHECK(staged.ok());
+    int64_t values = 0;
+    for (auto chunk = staged->next(); chunk.ok() && !chunk->empty(); chunk = staged->next()) {
+        values += static_cast<int64_t>(chunk->size());
+        for (float v : *chunk)
+            FUZZ_CHECK(std::isfinite(v));
+    }
+    FUZZ_CHECK(values == kParameters);
     FUZZ_CHECK(std::isfinite(stream.norm()));
     return 0;
 }
