@@ -57,6 +57,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                              : std::string()) +
                         ", found " + toHex(digest) + " and " + std::to_string(size) +
                         " bytes; the partial file was deleted";
+            e.bytesTransferred = result.bytesTransferred;
             return e;
         }
         const int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
