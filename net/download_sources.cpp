@@ -52,7 +52,7 @@ void DownloadSources::recordSuccess(const std::string& url, int64_t bytes, doubl
     std::lock_guard lock(m_mutex);
     Server& s = m_servers[serverOf(url)];
     s.failed = false;
-    if (bytes <= 0 || seconds <= 0)
+    if (bytes < kMinMeasuredBytes || seconds <= 0)
         return;
     const double speed = static_cast<double>(bytes) / seconds;
     s.bytesPerSecond =

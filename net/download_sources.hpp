@@ -3,8 +3,9 @@
 // the next download from what earlier downloads measured, per server (scheme, host and port):
 // servers never tried first, in the manifest's order, so each is measured once; then the
 // measured ones, fastest first; a server whose last download failed goes last. Speeds are an
-// average over downloads (bytes over wall time, connection set-up included: for small files
-// that is what counts). Thread-safe; in memory (a restarted worker measures again).
+// average over downloads of at least kMinMeasuredBytes (bytes over wall time): a small data
+// range's time is mostly set-up and latency and says little about the next weights download.
+// Thread-safe; in memory (a restarted worker measures again).
 #pragma once
 
 #include <cstdint>
@@ -20,13 +21,14 @@ class DownloadSources {
   public:
     // The URLs in the order to try them (a stable sort of the manifest's order).
     std::vector<std::string> order(const std::vector<std::string>& urls) const;
-    // bytes moved over the network in `seconds`; a download that moved nothing (the file was
-    // already there) leaves the speed as it was, but clears a failure.
+    // bytes moved over the network in `seconds`; a download of fewer than kMinMeasuredBytes
+    // (or none: the file was there) leaves the speed as it was, but clears a failure.
     void recordSuccess(const std::string& url, int64_t bytes, double seconds);
     void recordFailure(const std::string& url);
     // The server's average speed, if measured.
     std::optional<double> bytesPerSecond(const std::string& url) const;
 
+    static constexpr int64_t kMinMeasuredBytes = 256 * 1024;
     // Weight of the newest download in the average.
     static constexpr double kNewWeight = 0.5;
 
