@@ -81,11 +81,12 @@ Status BlobStore::publish(const fs::path& file, const net::Sha256Digest& digest)
     const fs::path temp = blob.string() + std::string(kTempSuffix);
     ::unlink(temp.c_str());
     if (::link(file.c_str(), temp.c_str()) != 0) {
-        // Another file system (an operator's shard where it lies): a link by name.
+        // Another file system, or an operator's shard this user may not hard-link
+        // (fs.protected_hardlinks): a link by name.
         const int linkErrno = errno;
         std::error_code ec;
         const fs::path target = fs::absolute(file, ec);
-        if (linkErrno != EXDEV || ec || ::symlink(target.c_str(), temp.c_str()) != 0)
+        if (ec || ::symlink(target.c_str(), temp.c_str()) != 0)
             return makeError("cannot link " + file.string() + " as the blob " + blob.string() +
                              ": " + std::strerror(linkErrno));
     }

@@ -1,9 +1,10 @@
 // Content-addressed downloads (docs/protocol.md, "Blobs"): <state-dir>/blobs/sha256/<hex>, each
 // file named by the SHA-256 of its bytes and never changed once there, so that any web server,
 // cache or CDN can serve the folder as it is (installer/nginx/). A blob is a hard link to the
-// file it publishes (a version's weights, a train shard), or a symbolic link where the file lies
-// on another file system (an operator's llm.c shard); it appears atomically (a link under a
-// temporary name, renamed into place, the directory fsync'd), so no reader sees a partial blob.
+// file it publishes (a version's weights, a train shard), or a symbolic link where a hard link
+// is not possible (an operator's llm.c shard on another file system or of another owner); it
+// appears atomically (a link under a temporary name, renamed into place, the directory
+// fsync'd), so no reader sees a partial blob.
 #pragma once
 
 #include "coordinator.hpp"

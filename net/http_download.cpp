@@ -136,6 +136,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                     spec.headers.emplace("If-Range", "\"" + expectedHex + "\"");
             }
             spec.sendToken = !request.blob;
+            spec.mirror = mirror;
             spec.progress = &request.progress;
             spec.progressBase = offset;
             spec.progressTotal = request.expectedBytes;

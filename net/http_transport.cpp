@@ -297,6 +297,7 @@ HttpError failureOf(const AttemptSpec& spec, const AttemptOutcome& out,
     f.caFile = cfg.caFile;
     f.pinnedPublicKey = cfg.pinnedPublicKey;
     f.proxy = cfg.proxy;
+    f.mirror = spec.mirror;
     f.connectTimeout = cfg.connectTimeout;
     f.lowSpeedBytesPerSecond = cfg.lowSpeedBytesPerSecond;
     f.lowSpeedSeconds = cfg.lowSpeedSeconds;
