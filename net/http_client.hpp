@@ -75,7 +75,7 @@ struct DownloadRequest {
     bool blob = false;
     // Replaces the client's retry policy for this download (a mirror gets few tries before the
     // next URL is asked).
-    std::optional<RetryPolicy> retry;
+    std::optional<RetryPolicy> retry{};
 };
 
 struct DownloadResult {
@@ -84,7 +84,7 @@ struct DownloadResult {
     int64_t resumedFrom = 0;       // bytes already on disk when it started
     int attempts = 0;
     bool alreadyPresent = false;  // the destination already held the verified file
-    std::string url;              // the URL it came from (protocol v4: one of the manifest's)
+    std::string url{};            // the URL it came from (protocol v4: one of the manifest's)
 };
 
 class HttpClient {
