@@ -83,10 +83,11 @@ json manifestBody(const Manifest& m) {
            {"protocol", m.protocol}};
     if (m.protocol >= 3)
         j["start_blend"] = m.startBlend;
-    if (m.protocol >= 4) {
+    // Version 4: absent when there are none (the worker then downloads from "url").
+    if (m.protocol >= 4 && !m.weightsUrls.empty())
         j["weights"]["urls"] = m.weightsUrls;
+    if (m.protocol >= 4 && !m.dataUrls.empty())
         j["data"]["urls"] = m.dataUrls;
-    }
     return j;
 }
 
@@ -285,7 +286,7 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         m.weightsUrl = wr.string("url", 1, 2000);
         m.weightsSha256 = wr.digest("sha256");
         m.weightsBytes = wr.integer("bytes", 1, kMaxI64);
-        if (protocol >= 4)
+        if (protocol >= 4 && w->contains("urls"))
             m.weightsUrls = blobUrls(wr);
         if (wr.failed())
             r.fail(wr.error().message);
@@ -299,7 +300,7 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         m.dataTokenBytes = static_cast<int>(dr.integer("token_bytes", 1, 2));
         m.dataHeaderBytes = dr.integer("header_bytes", 0, int64_t{1} << 30);
         m.dataSha256 = dr.digest("sha256");
-        if (protocol >= 4)
+        if (protocol >= 4 && d->contains("urls"))
             m.dataUrls = blobUrls(dr);
         if (dr.failed())
             r.fail(dr.error().message);

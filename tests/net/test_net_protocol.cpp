@@ -269,8 +269,18 @@ class TestNetProtocol : public QObject {
         std::string noUrls = text;
         const std::string field = ",\"urls\":" + list;
         noUrls.erase(noUrls.find(field), field.size());
-        QVERIFY(contains(Manifest::fromJson(noUrls).error().message,
-                         "manifest 'data': field 'urls' is missing"));
+        // Absent: no blobs for that file (the worker downloads from "url"); still signed.
+        auto without = Manifest::fromJson(noUrls);
+        QVERIFY2(without.ok(), without.ok() ? "" : without.error().message.c_str());
+        QVERIFY(without->dataUrls.empty());
+        QVERIFY(!without->verify(key->publicKey()));  // the signature covered the urls
+        Manifest none = sampleManifest();
+        none.weightsUrls.clear();
+        none.dataUrls.clear();
+        none.sign(*key);
+        QVERIFY(!contains(none.toJson(), "urls"));
+        auto noneBack = Manifest::fromJson(none.toJson());
+        QVERIFY(noneBack.ok() && noneBack->verify(key->publicKey()));
 
         Manifest v3 = sampleManifest();
         v3.protocol = 3;
