@@ -246,6 +246,13 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
     app::addInteger(cli, "--max-uploads", cfg.maxConcurrentUploads, 1, 1024, "N",
                     "concurrent uploads in all; each holds an HTTPS thread and its 2P bytes\n"
                     "reserved in <state-dir>/uploads, not RAM (default 256)");
+    cli.add_option("--mirror", cfg.mirrors,
+                   "base URL of a mirror of <state-dir>/blobs (repeatable, in order of\n"
+                   "preference): https://host[:port][/path], serving /blobs/sha256/<hex>;\n"
+                   "listed in manifests after the coordinator's own (docs/operations.md)")
+        ->type_name("URL")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false);
     app::addInteger(cli, "--seed", cfg.seed, 0, (1LL << 53) - 1, "N",
                     "seed of the initial weights (default 1)");
     cli.add_option("--tls-cert", server.certFile,

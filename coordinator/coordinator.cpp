@@ -19,6 +19,10 @@ namespace tandem::coord {
 Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, Logger log) {
     if (!log)
         log = [](const std::string&) {};
+    auto mirrors = checkMirrorUrls(std::move(cfg.mirrors));
+    if (!mirrors)
+        return mirrors.error();
+    cfg.mirrors = std::move(*mirrors);
     // A new state directory: the run's corpus is checked before anything is made, so that a
     // refused corpus leaves nothing behind.
     std::optional<NewRun> pending;
@@ -307,6 +311,10 @@ Outcome<ServedFile> Coordinator::dataShard(int64_t runId, int64_t shard) {
                           " does not exist; the run has shards 0 to " +
                           std::to_string(train.size() - 1));
     return train[static_cast<size_t>(shard)].file;
+}
+
+Outcome<ServedFile> Coordinator::blob(std::string_view name) const {
+    return m_impl->dirs.blobs().find(name);
 }
 
 std::optional<fs::path> Coordinator::tokenizerPath() const {

@@ -93,6 +93,9 @@ struct CoordinatorConfig {
     // Each holds a socket, an HTTPS thread, a staging file with 2P bytes reserved on disk and a
     // 128 KiB block (upload_stream.hpp), never P values: the limit is sockets and disk.
     int maxConcurrentUploads = 256;
+    // Base URLs of mirrors of the blobs (--mirror, blob_store.hpp): listed in version 4
+    // manifests after the coordinator's own, in this order.
+    std::vector<std::string> mirrors;
     int64_t maxUploadSeconds = 3600;
     double validationFraction = 0.05;  // tail of the corpus held out
     int validationBatches = 4;
@@ -207,6 +210,8 @@ class Coordinator {
     std::vector<ModelSample> samples(int64_t runId, int64_t limit);
     Outcome<ServedFile> weightsFile(int64_t runId, int64_t version);
     Outcome<ServedFile> dataShard(int64_t runId, int64_t shard);
+    // GET /blobs/sha256/<name> (blob_store.hpp).
+    Outcome<ServedFile> blob(std::string_view name) const;
 
     // Abandons work units without heartbeats, closes the round at its deadline.
     void tick();

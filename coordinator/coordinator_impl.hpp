@@ -156,7 +156,11 @@ struct Coordinator::Impl {
                                 const std::string& trainSha, std::span<const ShardRow> rows);
     Expected<RunData> openTokenData(const std::string& trainSha);
     Status rebuildRoundSum();
+    // Removes what no round needs, blobs no kept version or train shard references included.
     void cleanStaleFiles(bool startup);
+    // The kept versions' weights and the train shards as blobs (at start: a state directory of
+    // an older coordinator, or a stop between a version's weights and its blob).
+    Status publishBlobs();
 
     // ---- work assignment (work_assignment.cpp), mu held
 

@@ -281,6 +281,8 @@ Status Coordinator::Impl::restore() {
             return h.error();
         weightFiles[ver] = ServedFile{dirs.weights(ver), h->bytes, h->digest};
     }
+    if (auto st = publishBlobs(); !st)
+        return st;
     sum.assign(static_cast<size_t>(P), 0.0f);
     if (auto st = rebuildRoundSum(); !st)
         return st;
@@ -372,6 +374,22 @@ void Coordinator::Impl::cleanStaleFiles(bool startup) {
             keep.insert(std::to_string(q->integer(0)) + ".f16");
     }
     dirs.removeStale(version, cfg.maxStaleness, keep, startup);
+    std::set<std::string> blobs;
+    for (const auto& [ver, file] : weightFiles)
+        blobs.insert(net::toHex(file.sha256));
+    for (const TrainShard& shard : data.train())
+        blobs.insert(net::toHex(shard.file.sha256));
+    dirs.blobs().removeUnreferenced(blobs);
+}
+
+Status Coordinator::Impl::publishBlobs() {
+    for (const auto& [ver, file] : weightFiles)
+        if (auto st = dirs.blobs().publish(file.path, file.sha256); !st)
+            return st;
+    for (const TrainShard& shard : data.train())
+        if (auto st = dirs.blobs().publish(shard.file.path, shard.file.sha256); !st)
+            return st;
+    return {};
 }
 
 }  // namespace tandem::coord

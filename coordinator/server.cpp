@@ -372,6 +372,17 @@ void Server::Impl::routes() {
               return coord.dataShard(run, shard);
           }));
 
+    // Content-addressed, immutable, and public like the run they belong to: no token, so that
+    // any cache may hold them (blob_store.hpp, docs/protocol.md "Blobs").
+    s.Get(R"(/blobs/sha256/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
+        auto f = coord.blob(req.matches[1].str());
+        if (!f.ok())
+            return sendRefusal(res, f.refusal());
+        res.set_header("Cache-Control", "public, max-age=31536000, immutable");
+        serveFile(req, res, f.value(),
+                  [this](size_t bytes) { coord.metrics().addDownloadBytes("blobs", bytes); });
+    });
+
     addPublicRoutes(s, coord, cfg.maxJsonBytes);  // the run page, leaderboard, donor profile
 
     s.Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {

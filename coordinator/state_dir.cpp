@@ -21,7 +21,8 @@ StateDir::StateDir(fs::path root, std::shared_ptr<int> lock)
 
 Expected<StateDir> StateDir::open(const fs::path& root) {
     std::error_code ec;
-    for (const char* sub : {"", "weights", "momentum", "rounds", "uploads", "data", "held"}) {
+    for (const char* sub :
+         {"", "weights", "momentum", "rounds", "uploads", "data", "held", "blobs/sha256"}) {
         fs::create_directories(root / sub, ec);
         if (ec)
             return makeError("cannot create " + (root / sub).string() + ": " + ec.message());
@@ -66,6 +67,8 @@ Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model
     if (auto st = writeFileAtomically(weights(version), bytes); !st)
         return st.error();
     ServedFile f{weights(version), static_cast<int64_t>(bytes.size()), net::sha256(bytes)};
+    if (auto st = blobs().publish(f.path, f.sha256); !st)
+        return st.error();
     ck.parameters.assign(velocity.begin(), velocity.end());
     bytes = serializeCheckpoint(ck);
     if (auto st = writeFileAtomically(momentum(version), bytes); !st)

@@ -5,6 +5,7 @@
 // Dimensions: P parameters.
 #pragma once
 
+#include "blob_store.hpp"
 #include "coordinator.hpp"
 
 #include <cstdint>
@@ -34,6 +35,8 @@ class StateDir {
         return root / "data" / "tokenizer.model";
     }
     std::filesystem::path uploads() const { return m_root / "uploads"; }
+    // Content-addressed copies of the weights and train shards (blob_store.hpp).
+    BlobStore blobs() const { return BlobStore(m_root / "blobs" / "sha256"); }
     std::filesystem::path weights(int64_t version) const;
     std::filesystem::path momentum(int64_t version) const;
     std::filesystem::path round(int64_t number) const;  // accepted payloads of an open round
@@ -44,8 +47,9 @@ class StateDir {
         return held() / (std::to_string(workUnitId) + ".f16");
     }
 
-    // Writes weights/v<version>.ckpt and momentum/v<version>.ckpt (each atomically); returns the
-    // weights file as served to workers. parameters, velocity: (P) for `model`.
+    // Writes weights/v<version>.ckpt and momentum/v<version>.ckpt (each atomically) and publishes
+    // the weights as a blob; returns the weights file as served to workers. parameters,
+    // velocity: (P) for `model`.
     Expected<ServedFile> publish(int64_t version, const ModelConfig& model,
                                  std::span<const float> parameters,
                                  std::span<const float> velocity) const;

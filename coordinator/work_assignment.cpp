@@ -284,6 +284,11 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.startBlend = twinWanted ? 0.0f : startBlend;
     if (twinWanted)
         m.protocol = net::kOldestProtocolVersion;
+    // Version 4: the same files as blobs, on the coordinator and its mirrors.
+    if (m.protocol >= 4) {
+        m.weightsUrls = blobUrls(wf.sha256, cfg.mirrors);
+        m.dataUrls = blobUrls(shard.file.sha256, cfg.mirrors);
+    }
     m.sign(key);
 
     auto upd = db.prepare("UPDATE work_units SET manifest_json = ?, twin_wanted = ? WHERE id = ?");

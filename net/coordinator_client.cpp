@@ -2,6 +2,8 @@
 
 #include "result_format.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 namespace tandem::net {
@@ -138,6 +140,8 @@ HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
     req.expectedSha256 = manifest.weightsSha256;
     req.expectedBytes = manifest.weightsBytes > 0 ? manifest.weightsBytes : -1;
     req.progress = progress;
+    if (!manifest.weightsUrls.empty())
+        return downloadBlob(manifest.weightsUrls, std::move(req));
     return m_http->download(req);
 }
 
@@ -151,7 +155,56 @@ HttpResult<DownloadResult> CoordinatorClient::downloadData(const Manifest& manif
     req.expectedBytes = manifest.dataByteLength();
     req.rangeStart = manifest.dataByteOffset();
     req.progress = progress;
+    if (!manifest.dataUrls.empty())
+        return downloadBlob(manifest.dataUrls, std::move(req));
     return m_http->download(req);
+}
+
+HttpResult<DownloadResult> CoordinatorClient::downloadBlob(const std::vector<std::string>& urls,
+                                                           DownloadRequest request) {
+    const std::vector<std::string> order = m_sources.order(urls);
+    request.blob = true;
+    int64_t earlierBytes = 0;  // moved by URLs that failed
+    int attempts = 0;
+    std::string failures;
+    for (size_t i = 0; i < order.size(); ++i) {
+        request.url = order[i];
+        request.retry.reset();
+        if (i + 1 < order.size()) {
+            RetryPolicy fewer = m_http->config().retry;
+            fewer.maxAttempts = std::min(fewer.maxAttempts, 2);
+            request.retry = fewer;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        auto r = m_http->download(request);
+        if (r) {
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            m_sources.recordSuccess(order[i], r->bytesTransferred, seconds);
+            r->url = order[i];
+            r->bytesTransferred += earlierBytes;
+            r->attempts += attempts;
+            return r;
+        }
+        HttpError e = r.error();
+        earlierBytes += e.bytesTransferred;
+        attempts += e.attempts;
+        // Our own disk or the caller's cancel: another URL would not help.
+        if (e.kind == HttpErrorKind::LocalIo || e.kind == HttpErrorKind::Cancelled) {
+            e.bytesTransferred = earlierBytes;
+            return e;
+        }
+        m_sources.recordFailure(order[i]);
+        failures += (failures.empty() ? "" : "; ") + order[i] + ": " + e.message;
+        if (i + 1 == order.size()) {
+            e.message = "no URL of the manifest gave the file (" + std::to_string(order.size()) +
+                        " tried): " + failures;
+            e.bytesTransferred = earlierBytes;
+            e.attempts = attempts;
+            return e;
+        }
+    }
+    return protocolError(HttpErrorKind::BadResponse, "the manifest lists no URL for the file");
 }
 
 HttpResult<ProgressReply> CoordinatorClient::reportProgress(int64_t workUnitId,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "donor_profile.hpp"
+#include "download_sources.hpp"
 #include "held_work.hpp"
 #include "http_client.hpp"
 #include "protocol.hpp"
@@ -58,7 +59,10 @@ class CoordinatorClient {
 
     // GET of the manifest's weights (whole file, ETag = SHA-256) and data range (only the bytes
     // of its tokens, Manifest::dataByteOffset/dataByteLength, by HTTP Range: never the whole
-    // shard), resumable, checked by SHA-256 before `destination` appears.
+    // shard), resumable, checked by SHA-256 before `destination` appears. A version 4 manifest's
+    // blob URLs are tried in the order sources() gives (each but the last with at most two
+    // tries), falling back to the next on any failure but a local one or a cancel; bytes that
+    // do not match the manifest's SHA-256 are deleted and count as that URL's failure.
     HttpResult<DownloadResult> downloadWeights(const Manifest& manifest,
                                                const std::filesystem::path& destination,
                                                const ProgressCallback& progress = {});
@@ -88,13 +92,17 @@ class CoordinatorClient {
     HttpResult<Leaderboard> leaderboard(int64_t runId);
 
     HttpClient& http() { return *m_http; }
+    DownloadSources& sources() { return m_sources; }
 
   private:
+    HttpResult<DownloadResult> downloadBlob(const std::vector<std::string>& urls,
+                                            DownloadRequest request);
     explicit CoordinatorClient(std::unique_ptr<HttpClient> http) : m_http(std::move(http)) {}
     std::unique_ptr<HttpClient> m_http;
     mutable std::mutex m_mutex;
     std::optional<PublicKey> m_coordinatorKey;
     std::string m_registrationSecret;
+    DownloadSources m_sources;
 };
 
 }  // namespace tandem::net

@@ -68,6 +68,14 @@ struct DownloadRequest {
     // range of a shard); expectedSha256 is then the digest of that range. A server that answers
     // 200 (whole resource) is read up to the range's end and the rest is dropped.
     int64_t rangeStart = -1;
+    // A content-addressed blob (protocol v4, /blobs/sha256/<hex>) on the coordinator or a
+    // mirror: sent without the bearer token and without If-Range (the bytes behind such a URL
+    // never change, so a partial resumes from any URL that serves them); a URL on another host
+    // than the coordinator's is trusted per mirrorConfig() (http_config.hpp).
+    bool blob = false;
+    // Replaces the client's retry policy for this download (a mirror gets few tries before the
+    // next URL is asked).
+    std::optional<RetryPolicy> retry{};
 };
 
 struct DownloadResult {
@@ -76,6 +84,7 @@ struct DownloadResult {
     int64_t resumedFrom = 0;       // bytes already on disk when it started
     int attempts = 0;
     bool alreadyPresent = false;  // the destination already held the verified file
+    std::string url{};            // the URL it came from (protocol v4: one of the manifest's)
 };
 
 class HttpClient {

@@ -53,6 +53,14 @@ HttpResult<HttpClientConfig> checkHttpClientConfig(HttpClientConfig config) {
         if (auto pins = checkPins(config.pinnedPublicKey); !pins)
             return pins.error();
     }
+    if (!config.mirrorCaFile.empty()) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(config.mirrorCaFile, ec) ||
+            ::access(config.mirrorCaFile.c_str(), R_OK) != 0)
+            return makeHttpError(HttpErrorKind::Tls, "the mirror CA file '" +
+                                                         config.mirrorCaFile.string() +
+                                                         "' does not exist or cannot be read");
+    }
     if (!config.caFile.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(config.caFile, ec) ||
@@ -90,6 +98,18 @@ HttpResult<std::string> resolveUrl(const std::string& baseUrl, const std::string
 
 bool pinIsTrustAnchor(const HttpClientConfig& config) {
     return config.caFile.empty() && !config.pinnedPublicKey.empty();
+}
+
+bool onCoordinator(const std::string& baseUrl, const std::string& fullUrl) {
+    return fullUrl.size() > baseUrl.size() && fullUrl[baseUrl.size()] == '/' &&
+           startsWithNoCase(fullUrl, baseUrl);
+}
+
+HttpClientConfig mirrorConfig(const HttpClientConfig& config) {
+    HttpClientConfig c = config;
+    c.caFile = config.mirrorCaFile;
+    c.pinnedPublicKey.clear();
+    return c;
 }
 
 void applyConnectionOptions(CURL* h, const HttpClientConfig& cfg) {

@@ -39,6 +39,10 @@ struct HttpClientConfig {
     // system's CA store.
     std::filesystem::path caFile;
     std::string pinnedPublicKey;
+    // Trust for mirrors: blob downloads (protocol v4) from another host than the coordinator's
+    // are checked against this CA file, or the system's CA store when empty; never against the
+    // coordinator's pin or CA file (a mirror is another server; its bytes are checked by SHA-256).
+    std::filesystem::path mirrorCaFile;
     // Proxy: "" takes it from the environment (https_proxy, HTTPS_PROXY, all_proxy, no_proxy, as
     // curl reads them); "direct" uses none; otherwise a URL: http://host:port, socks5://,
     // socks5h:// (the proxy resolves names), with optional user:password@.
@@ -69,6 +73,13 @@ HttpResult<std::string> resolveUrl(const std::string& baseUrl, const std::string
 
 // With a pin and no CA file the pin is the trust anchor: the chain is not checked.
 bool pinIsTrustAnchor(const HttpClientConfig& config);
+
+// Whether a resolved URL lies on the coordinator (the base URL's scheme, host and port).
+bool onCoordinator(const std::string& baseUrl, const std::string& fullUrl);
+
+// The configuration a request to a mirror is made with: the mirror CA file (or the system's
+// store) instead of the coordinator's pin and CA file.
+HttpClientConfig mirrorConfig(const HttpClientConfig& config);
 
 // TLS (version, host name, chain, pin), proxy, connect timeout, low-speed abort and keep-alive
 // on a libcurl easy handle; the rate limits are set per transfer by the caller.

@@ -57,6 +57,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                              : std::string()) +
                         ", found " + toHex(digest) + " and " + std::to_string(size) +
                         " bytes; the partial file was deleted";
+            e.bytesTransferred = result.bytesTransferred;
             return e;
         }
         const int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
@@ -92,8 +93,13 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
         return makeHttpError(HttpErrorKind::Other,
                              "a ranged download needs its length (expectedBytes > 0)");
 
+    // A mirror is another server: its own trust (a copy of the configuration for it alone).
+    const bool mirror = request.blob && !onCoordinator(m_config.baseUrl, *full);
+    const HttpClientConfig mirrorCfg = mirror ? mirrorConfig(m_config) : HttpClientConfig{};
+    const HttpClientConfig& cfg = mirror ? mirrorCfg : m_config;
+
     return withRetries<DownloadResult>(
-        m_config.retry, *this, [&](int n) -> HttpResult<DownloadResult> {
+        request.retry.value_or(m_config.retry), *this, [&](int n) -> HttpResult<DownloadResult> {
             result.attempts = n;
             int64_t offset = fileSize(part);
             if (request.expectedBytes >= 0 && offset > request.expectedBytes) {
@@ -126,8 +132,11 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
             } else if (offset > 0) {
                 spec.headers.emplace("Range", "bytes=" + std::to_string(offset) + "-");
                 // Protocol v1: the ETag is the SHA-256; another version of the file gives 200.
-                spec.headers.emplace("If-Range", "\"" + expectedHex + "\"");
+                if (!request.blob)
+                    spec.headers.emplace("If-Range", "\"" + expectedHex + "\"");
             }
+            spec.sendToken = !request.blob;
+            spec.mirror = mirror;
             spec.progress = &request.progress;
             spec.progressBase = offset;
             spec.progressTotal = request.expectedBytes;
@@ -201,7 +210,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                 return !rangeComplete;  // stop reading once the range is complete
             };
             spec.sink = &sink;
-            AttemptOutcome out = performAttempt(*m_impl, m_config, spec);
+            AttemptOutcome out = performAttempt(*m_impl, cfg, spec);
             if (out.status >= 200 && out.status < 300)
                 result.bytesTransferred += out.bytesReceived;
             if (sinkError)
@@ -209,7 +218,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
             if (rangeComplete && out.writeAborted() && !sinkError)
                 out.curlCode = 0;  // the sink stopped reading at the end of the range
             if (!out.ok()) {
-                HttpError e = failureOf(spec, out, m_config);
+                HttpError e = failureOf(spec, out, cfg);
                 e.bytesTransferred = result.bytesTransferred;
                 return e;
             }
@@ -240,7 +249,7 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                 return e;
             }
             if (out.status < 200 || out.status >= 300)
-                return statusErrorOf(spec, out, m_config);
+                return statusErrorOf(spec, out, cfg);
             if (!decided && out.status == 200 && ::ftruncate(fd, 0) != 0)
                 return ioError("cannot truncate " + part.string());  // a 200 with an empty body
             if (auto v = verifyPart(); !v)

@@ -49,9 +49,12 @@ HttpError verificationError(const CurlFailure& f, const std::string& host,
         return makeHttpError(
             HttpErrorKind::TlsUnknownCa,
             "TLS: the certificate of " + host + " is not trusted: " + why +
-                (f.caFile.empty() ? " (no CA file was given: pass the coordinator's CA "
-                                    "file or its public-key pin sha256//...)"
-                                  : " (it does not chain to the CA in " + f.caFile.string() + ")"));
+                (f.mirror && f.caFile.empty()
+                     ? " (a mirror's certificate must chain to a CA of the system's store)"
+                 : f.caFile.empty()
+                     ? " (no CA file was given: pass the coordinator's CA "
+                       "file or its public-key pin sha256//...)"
+                     : " (it does not chain to the CA in " + f.caFile.string() + ")"));
     }
     return makeHttpError(HttpErrorKind::Tls, "TLS: verifying " + host + " failed: " + detail);
 }

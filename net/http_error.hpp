@@ -74,7 +74,8 @@ struct CurlFailure {
     std::string url;          // the full URL
     std::filesystem::path caFile;
     std::string pinnedPublicKey;
-    std::string proxy;  // "", "direct" or a URL
+    std::string proxy;    // "", "direct" or a URL
+    bool mirror = false;  // a blob download from a mirror (trusted per mirrorConfig)
     std::chrono::milliseconds connectTimeout{0};
     int64_t lowSpeedBytesPerSecond = 0;
     int lowSpeedSeconds = 0;

@@ -242,7 +242,8 @@ AttemptOutcome performAttempt(HttpClient::Impl& impl, const HttpClientConfig& cf
     int64_t maxSend = 0, maxRecv = 0;
     {
         std::lock_guard lock(impl.mutex);
-        token = impl.token;
+        if (spec.sendToken)
+            token = impl.token;
         maxSend = impl.maxSend;
         maxRecv = impl.maxRecv;
     }
@@ -296,6 +297,7 @@ HttpError failureOf(const AttemptSpec& spec, const AttemptOutcome& out,
     f.caFile = cfg.caFile;
     f.pinnedPublicKey = cfg.pinnedPublicKey;
     f.proxy = cfg.proxy;
+    f.mirror = spec.mirror;
     f.connectTimeout = cfg.connectTimeout;
     f.lowSpeedBytesPerSecond = cfg.lowSpeedBytesPerSecond;
     f.lowSpeedSeconds = cfg.lowSpeedSeconds;

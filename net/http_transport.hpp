@@ -60,6 +60,8 @@ struct AttemptSpec {
     const ProgressCallback* progress = nullptr;
     int64_t progressBase = 0;    // bytes already on disk (downloads)
     int64_t progressTotal = -1;  // known total, if any
+    bool sendToken = true;       // false: no Authorization header (blobs)
+    bool mirror = false;         // to a mirror: its errors say so
 };
 
 struct AttemptOutcome {

@@ -83,7 +83,39 @@ json manifestBody(const Manifest& m) {
            {"protocol", m.protocol}};
     if (m.protocol >= 3)
         j["start_blend"] = m.startBlend;
+    // Version 4: absent when there are none (the worker then downloads from "url").
+    if (m.protocol >= 4 && !m.weightsUrls.empty())
+        j["weights"]["urls"] = m.weightsUrls;
+    if (m.protocol >= 4 && !m.dataUrls.empty())
+        j["data"]["urls"] = m.dataUrls;
     return j;
+}
+
+// A version 4 "urls" list: 1 to kMaxBlobUrls paths on the coordinator or https:// URLs.
+std::vector<std::string> blobUrls(Reader& r) {
+    std::vector<std::string> urls;
+    const json* a = r.array("urls");
+    if (!a)
+        return urls;
+    if (a->empty() || a->size() > kMaxBlobUrls) {
+        r.fail("field 'urls' must list 1 to " + std::to_string(kMaxBlobUrls) + " URLs, found " +
+               std::to_string(a->size()));
+        return urls;
+    }
+    for (const json& u : *a) {
+        const bool ok =
+            u.is_string() && !u.get<std::string>().empty() && u.get<std::string>().size() <= 2000 &&
+            (u.get<std::string>().front() == '/' || u.get<std::string>().rfind("https://", 0) == 0);
+        if (!ok) {
+            r.fail(
+                "field 'urls' must hold paths ('/...') or https:// URLs of at most 2000 "
+                "characters, found " +
+                u.dump().substr(0, 120));
+            return urls;
+        }
+        urls.push_back(u.get<std::string>());
+    }
+    return urls;
 }
 
 json receiptBody(const Receipt& r) {
@@ -257,6 +289,8 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         m.weightsUrl = wr.string("url", 1, 2000);
         m.weightsSha256 = wr.digest("sha256");
         m.weightsBytes = wr.integer("bytes", 1, kMaxI64);
+        if (protocol >= 4 && w->contains("urls"))
+            m.weightsUrls = blobUrls(wr);
         if (wr.failed())
             r.fail(wr.error().message);
     }
@@ -269,6 +303,8 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         m.dataTokenBytes = static_cast<int>(dr.integer("token_bytes", 1, 2));
         m.dataHeaderBytes = dr.integer("header_bytes", 0, int64_t{1} << 30);
         m.dataSha256 = dr.digest("sha256");
+        if (protocol >= 4 && d->contains("urls"))
+            m.dataUrls = blobUrls(dr);
         if (dr.failed())
             r.fail(dr.error().message);
     }

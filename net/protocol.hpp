@@ -17,9 +17,13 @@ namespace tandem::net {
 
 // The manifest's "protocol". 2: work units carry token ranges (token_bytes, header_bytes). 3: a
 // worker that says so in its work request may get a manifest with "start_blend" (the eager
-// start of an overlapped unit); others keep getting version 2. A worker refuses a manifest of
-// any other version, naming them.
-inline constexpr int kProtocolVersion = 3;
+// start of an overlapped unit); others keep getting version 2. 4: weights and data also list
+// "urls", content-addressed blobs on the coordinator and its mirrors (/blobs/sha256/<hex>); a
+// worker that asks with 3 gets a version 3 manifest. A worker refuses a manifest of any other
+// version, naming them.
+inline constexpr int kProtocolVersion = 4;
+// At most this many URLs per file in a version 4 manifest (the coordinator's own + mirrors).
+inline constexpr size_t kMaxBlobUrls = 16;
 inline constexpr int kOldestProtocolVersion = 2;
 
 // {"error": {"code": "...", "message": "..."}}
@@ -81,9 +85,16 @@ struct Manifest {
     int64_t baseVersion = 0;  // the global weights version training starts from
     ModelConfig model;
     std::string weightsUrl;
+    // Version 4: where the same bytes are, in the coordinator's order of preference: a path on
+    // the coordinator ("/blobs/sha256/<hex>") or an https:// URL of a mirror. Unauthenticated
+    // and untrusted: the SHA-256 below is what the worker checks. Empty below version 4.
+    std::vector<std::string> weightsUrls;
     Sha256Digest weightsSha256{};
     int64_t weightsBytes = 0;
     std::string dataUrl;
+    // Version 4: the whole shard file as a blob (named by the file's SHA-256), from which the
+    // worker takes the unit's bytes with one Range request; as weightsUrls.
+    std::vector<std::string> dataUrls;
     int64_t dataShard = 0;
     // Tokens [dataOffset, dataOffset + dataLength) of the shard's tokens, each dataTokenBytes
     // wide (1: text bytes, 2: little-endian uint16 ids), after dataHeaderBytes of header (llm.c

@@ -327,6 +327,20 @@ class TestCoordinatorRestart : public QObject {
                 QVERIFY2(
                     QFile::exists(m_state + "/held/" + QString::fromStdString(row[0]) + ".f16"),
                     "a held result lost its payload");
+            // Every blob a live unit's manifest names is there, whole (protocol 4).
+            for (auto& row :
+                 db.query("SELECT manifest_json FROM work_units, runs WHERE state = 'assigned' AND "
+                          "base_version >= runs.version - 1")) {
+                const auto m = net::Manifest::fromJson(row[0]).value();
+                if (m.protocol < 4)
+                    continue;
+                const auto blob = [&](const std::string& url) {
+                    return (m_state + QString::fromStdString(url)).toStdString();
+                };
+                auto w = net::sha256File(blob(m.weightsUrls[0]));
+                QVERIFY2(w.ok() && w->digest == m.weightsSha256, m.weightsUrls[0].c_str());
+                QVERIFY2(net::sha256File(blob(m.dataUrls[0])).ok(), m.dataUrls[0].c_str());
+            }
         }
         QVERIFY2(receipts.size() >= 4,
                  qPrintable(QString("only %1 results accepted").arg(receipts.size())));

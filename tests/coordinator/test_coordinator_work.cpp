@@ -140,7 +140,7 @@ class TestCoordinatorWork : public QObject {
         const auto pk = f.coordinator().publicKey();
         const auto c = f.registerClient("c"), d = f.registerClient("d");
         const auto u1 = f.work(c);
-        QCOMPARE(u1.protocol, 3);
+        QCOMPARE(u1.protocol, net::kProtocolVersion);
         QCOMPARE(u1.startBlend, 0.0f);  // its first unit of the run: nothing to blend with
         const auto delta = patternDelta(u1.model.parameterCount());
         QVERIFY(f.upload(c, buildResult(u1, delta, c.key)).ok());
@@ -212,7 +212,7 @@ class TestCoordinatorWork : public QObject {
         const auto c = f.registerClient("c");
         const auto u1 = f.work(c), u2 = f.work(c);
         QVERIFY(u1.workUnitId > 0 && u2.workUnitId > 0);
-        QCOMPARE(u2.protocol, 3);
+        QCOMPARE(u2.protocol, net::kProtocolVersion);
         QCOMPARE(u2.startBlend, 0.0f);
     }
 

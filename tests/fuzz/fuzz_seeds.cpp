@@ -98,6 +98,9 @@ void protocolSeeds() {
     m.weightsUrl = "/v1/runs/1/weights/3";
     m.weightsSha256 = net::sha256(std::string_view("w"));
     m.weightsBytes = 123456;
+    m.weightsUrls = {"/blobs/sha256/" + net::toHex(m.weightsSha256),
+                     "https://mirror.example/blobs/sha256/" + net::toHex(m.weightsSha256)};
+    m.dataUrls = {"/blobs/sha256/" + net::toHex(net::sha256(std::string_view("shard")))};
     m.dataUrl = "/v1/runs/1/data/0";
     m.dataLength = 5000;
     m.dataTokenBytes = 2;

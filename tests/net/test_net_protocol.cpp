@@ -44,6 +44,9 @@ Manifest sampleManifest() {
     m.heartbeatSeconds = 30;
     m.uploadUrl = "/v1/results/42";
     m.maxUploadBytes = 999999;
+    m.weightsUrls = {"/blobs/sha256/" + toHex(m.weightsSha256),
+                     "https://mirror.example/blobs/sha256/" + toHex(m.weightsSha256)};
+    m.dataUrls = {"/blobs/sha256/" + toHex(sha256(std::string_view("shard")))};
     return m;
 }
 
@@ -152,11 +155,11 @@ class TestNetProtocol : public QObject {
         auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
         QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
         // A manifest of protocol v1 (byte ranges, no token width) is refused, saying so.
-        auto badProtocol = Manifest::fromJson(replace("\"protocol\":3", "\"protocol\":1"));
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":4", "\"protocol\":1"));
         QVERIFY(contains(badProtocol.error().message,
-                         "protocol version 1 is not supported, expected 2 to 3"));
-        auto newer = Manifest::fromJson(replace("\"protocol\":3", "\"protocol\":4"));
-        QVERIFY(contains(newer.error().message, "protocol version 4 is not supported"));
+                         "protocol version 1 is not supported, expected 2 to 4"));
+        auto newer = Manifest::fromJson(replace("\"protocol\":4", "\"protocol\":5"));
+        QVERIFY(contains(newer.error().message, "protocol version 5 is not supported"));
         auto badBlend = Manifest::fromJson(replace("\"start_blend\":0.25", "\"start_blend\":1.5"));
         QVERIFY(contains(badBlend.error().message,
                          "'start_blend' must be a finite number in [0.0, 1.0]"));
@@ -184,6 +187,9 @@ class TestNetProtocol : public QObject {
     void startBlendVersions() {
         auto key = SigningKey::generate();
         Manifest v3 = sampleManifest();
+        v3.protocol = 3;
+        v3.weightsUrls.clear();
+        v3.dataUrls.clear();
         v3.sign(*key);
         QVERIFY(contains(v3.toJson(), "\"protocol\":3"));
         QVERIFY(contains(v3.toJson(), "\"start_blend\":0.25"));
@@ -218,14 +224,70 @@ class TestNetProtocol : public QObject {
 
         WorkRequest request;
         request.device = "cpu";
-        QVERIFY(contains(request.toJson(), "\"protocol\":3"));
+        QVERIFY(contains(request.toJson(), "\"protocol\":4"));
         auto newWorker = WorkRequest::fromJson(request.toJson());
         QVERIFY(newWorker.ok());
-        QCOMPARE(newWorker->protocol, 3);
+        QCOMPARE(newWorker->protocol, 4);
         auto oldWorker = WorkRequest::fromJson(
             R"({"device":"cpu","memory_bytes":0,"tokens_per_second":1,"free_disk_bytes":0})");
         QVERIFY(oldWorker.ok());
         QCOMPARE(oldWorker->protocol, 2);
+    }
+    // Version 4 adds the blob URLs of weights and data, signed; older versions neither write
+    // nor read them.
+    void blobUrlVersions() {
+        auto key = SigningKey::generate();
+        Manifest v4 = sampleManifest();
+        v4.sign(*key);
+        auto back = Manifest::fromJson(v4.toJson());
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QCOMPARE(back->weightsUrls, v4.weightsUrls);
+        QCOMPARE(back->dataUrls, v4.dataUrls);
+        QVERIFY(back->verify(key->publicKey()));
+        Manifest tampered = *back;
+        tampered.dataUrls[0] = "https://evil.example/blobs/sha256/00";
+        QVERIFY(!tampered.verify(key->publicKey()));
+
+        const std::string text = v4.toJson();
+        const std::string list = "[\"" + v4.dataUrls[0] + "\"]";
+        auto replaced = [&](const std::string& to) {
+            std::string t = text;
+            return t.replace(t.find(list), list.size(), to);
+        };
+        QVERIFY(contains(Manifest::fromJson(replaced("[]")).error().message,
+                         "manifest 'data': field 'urls' must list 1 to 16 URLs, found 0"));
+        QVERIFY(
+            contains(Manifest::fromJson(replaced("[\"http://plain.example/x\"]")).error().message,
+                     "paths ('/...') or https:// URLs"));
+        QVERIFY(contains(Manifest::fromJson(replaced("[7]")).error().message, "field 'urls'"));
+        QVERIFY(contains(Manifest::fromJson(replaced("\"/x\"")).error().message,
+                         "field 'urls' must be an array"));
+        std::string many = "[";
+        for (int i = 0; i < 17; ++i)
+            many += std::string(i ? "," : "") + "\"/blobs/sha256/x\"";
+        QVERIFY(contains(Manifest::fromJson(replaced(many + "]")).error().message, "found 17"));
+        std::string noUrls = text;
+        const std::string field = ",\"urls\":" + list;
+        noUrls.erase(noUrls.find(field), field.size());
+        // Absent: no blobs for that file (the worker downloads from "url"); still signed.
+        auto without = Manifest::fromJson(noUrls);
+        QVERIFY2(without.ok(), without.ok() ? "" : without.error().message.c_str());
+        QVERIFY(without->dataUrls.empty());
+        QVERIFY(!without->verify(key->publicKey()));  // the signature covered the urls
+        Manifest none = sampleManifest();
+        none.weightsUrls.clear();
+        none.dataUrls.clear();
+        none.sign(*key);
+        QVERIFY(!contains(none.toJson(), "urls"));
+        auto noneBack = Manifest::fromJson(none.toJson());
+        QVERIFY(noneBack.ok() && noneBack->verify(key->publicKey()));
+
+        Manifest v3 = sampleManifest();
+        v3.protocol = 3;
+        v3.sign(*key);
+        QVERIFY(!contains(v3.toJson(), "urls"));
+        auto back3 = Manifest::fromJson(v3.toJson());
+        QVERIFY(back3.ok() && back3->weightsUrls.empty() && back3->dataUrls.empty());
     }
     void progressAndReply() {
         ProgressReport p{12, 3.25f, 999.0};

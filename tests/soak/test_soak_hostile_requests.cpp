@@ -115,6 +115,8 @@ std::vector<std::string> templates(const std::string& token) {
         "GET /v1/runs/1/weights/0 HTTP/1.1\r\n" + host + "Range: bytes=0-99\r\n\r\n",
         "GET /v1/runs/1/data/0 HTTP/1.1\r\n" + host + "Range: bytes=-10\r\nIf-Range: \"x\"\r\n\r\n",
         "GET /v1/runs/1/samples?limit=3 HTTP/1.1\r\n" + host + "\r\n",
+        "GET /blobs/sha256/" + std::string(64, 'a') + " HTTP/1.1\r\n" + host +
+            "Range: bytes=0-99\r\n\r\n",
         "GET /v1/work HTTP/1.1\r\n" + host + auth + "\r\n",
         "DELETE /v1/work/77 HTTP/1.1\r\n" + host + auth + "\r\n",
         withBody("POST /v1/clients HTTP/1.1\r\n" + host, R"({"name":"x","public_key":"%ff"})"),
