@@ -317,9 +317,9 @@ class TestNetMirrors : public QObject {
             path("weights-c.ckpt"));
         QVERIFY(!direct);
         QCOMPARE(direct.error().kind, HttpErrorKind::TlsUnknownCa);
-        QVERIFY2(direct.error().message.find("a mirror's certificate must chain") !=
-                     std::string::npos,
-                 direct.error().message.c_str());
+        QVERIFY2(
+            direct.error().message.find("a mirror's certificate must chain") != std::string::npos,
+            direct.error().message.c_str());
     }
 
     // The signed manifest's order: untried servers first, in order; then the fastest; the
