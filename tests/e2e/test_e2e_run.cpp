@@ -128,7 +128,12 @@ class TestE2eRun : public QObject {
                 if (t.purpose != "result" || !t.ok)
                     continue;
                 ++uploads;
-                QCOMPARE(t.bytes, static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P);
+                // The bytes libcurl sent: the whole result, plus what it had sent of it before
+                // a rewind when a reused connection turned out closed (seen under load: one
+                // 64 KiB block more), never a second whole copy.
+                const int64_t resultBytes = static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P;
+                QVERIFY2(t.bytes >= resultBytes && t.bytes < 2 * resultBytes,
+                         std::to_string(t.bytes).c_str());
             }
             QVERIFY(uploads >= accepted);
         }
