@@ -12,6 +12,7 @@
 #include "unit_files.hpp"
 #include "work_fetcher.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <optional>
