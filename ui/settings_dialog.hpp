@@ -4,6 +4,7 @@
 // expected) and saves settings.json; invalid settings are never saved.
 #pragma once
 
+#include "schedule_windows.hpp"
 #include "services.hpp"
 #include "ui_context.hpp"
 
@@ -26,13 +27,6 @@ class QToolButton;
 class QVBoxLayout;
 
 namespace tandem::ui {
-
-// One time window of one weekday, in local minutes of the day (0..1439).
-struct DayWindow {
-    int startMinute = 0;
-    int endMinute = 0;
-    bool operator==(const DayWindow&) const = default;
-};
 
 class SettingsDialog final : public QDialog {
     Q_OBJECT
@@ -130,14 +124,5 @@ class SettingsDialog final : public QDialog {
     QLabel* m_errors;
     QStringList m_issues;
 };
-
-// The per-weekday rows of the dialog to core time windows and back (start == end is the whole
-// day; an end before the start runs past midnight). Days with the same hours share one core
-// window, so Mon-Fri 18:00-08:00 stays one entry in settings.json.
-std::vector<core::TimeWindow> windowsFromDays(const std::array<std::vector<DayWindow>, 7>& days);
-std::array<std::vector<DayWindow>, 7> daysFromWindows(const std::vector<core::TimeWindow>& windows);
-// Windows of the week that overlap (a window past midnight counts on the next morning too), one
-// message per pair naming both; empty when none do.
-QStringList windowOverlaps(const std::array<std::vector<DayWindow>, 7>& days);
 
 }  // namespace tandem::ui

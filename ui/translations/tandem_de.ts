@@ -2106,7 +2106,7 @@ Tandem fragt in einer Minute erneut.</translation>
 <context>
     <name>tandem::ui::SettingsDialog</name>
     <message>
-        <location filename="../settings_dialog.cpp" line="+80"/>
+        <location filename="../schedule_windows.cpp" line="+39"/>
         <source>Monday</source>
         <translation>Montag</translation>
     </message>
@@ -2141,12 +2141,12 @@ Tandem fragt in einer Minute erneut.</translation>
         <translation>Sonntag</translation>
     </message>
     <message>
-        <location line="+35"/>
+        <location line="+34"/>
         <source>the time window %1 %2 to %3 overlaps %4 %5 to %6; expected windows that do not overlap (join them into one, or change the times)</source>
         <translation>das Zeitfenster %1 %2 bis %3 überschneidet sich mit %4 %5 bis %6; erwartet sind Fenster ohne Überschneidung (fassen Sie sie zu einem zusammen oder ändern Sie die Zeiten)</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location filename="../settings_dialog.cpp" line="+52"/>
         <source>Tandem Settings</source>
         <translation>Tandem-Einstellungen</translation>
     </message>
