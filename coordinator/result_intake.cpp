@@ -210,8 +210,18 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
     const GateVerdict verdict = gateResult(s);
     if (verdict.code == "internal")
         return internalError(verdict.message);
-    if (!verdict.accepted())
+    if (!verdict.accepted()) {
+        // Final: the worker drops a refused result, so the unit ends here, its data goes to the
+        // next request and it no longer counts against its client's unit limit (kept assigned,
+        // three refusals in a row left a client without work until their deadlines passed).
+        const std::string why = std::string(kRefusedReasonPrefix) + " (" + verdict.code + ")";
+        if (abandonWorkUnit(db, runId, s.wuId, why))
+            metrics.countAbandoned("refused", db.changes());
+        forgetLiveness(s.wuId);
+        log("work unit " + std::to_string(s.wuId) + " abandoned: " + why + ": " + verdict.message);
+        settleHeld();  // a held result whose twin this was is accepted alone
         return refuse(422, verdict.code, verdict.message);
+    }
     // A unit with a live twin waits for it, or is compared with it (replication.cpp).
     if (auto answer = pairResult(s, verdict, lock))
         return std::move(*answer);

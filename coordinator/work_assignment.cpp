@@ -13,7 +13,8 @@ namespace tandem::coord {
 
 float Coordinator::Impl::startBlendFor(int64_t clientId) {
     auto q = db.prepare(
-        "SELECT w.state, COALESCE(s.round, -1), w.last_step, w.inner_steps FROM work_units w "
+        "SELECT w.state, COALESCE(s.round, -1), w.last_step, w.inner_steps, "
+        "COALESCE(w.abandon_reason, '') FROM work_units w "
         "LEFT JOIN results s ON s.work_unit_id = w.id WHERE w.run_id = ? AND w.client_id = ? "
         "ORDER BY w.id DESC LIMIT 2");
     if (!q)
@@ -23,14 +24,15 @@ float Coordinator::Impl::startBlendFor(int64_t clientId) {
         return 0;  // its first unit of the run
     const std::string state = q->text(0);
     const bool finished = q->integer(2) >= q->integer(3);
+    const bool refused = q->text(4).starts_with(kRefusedReasonPrefix);
     if (state == "assigned" || (state == "accepted" && q->integer(1) >= version))
         return cfg.startBlend;  // still out, or waiting in the open round: the eager start
     // Trained to the end, but its result never arrived (a lost upload, or stale beyond the
     // bound): DiLoCo's rule, the worker continues from its own end point, so that the next
     // result carries the lost progress. Only one unit away from the run (the unit before was
     // accepted, or there was none): a worker whose results keep getting lost must not train
-    // its own model for ever.
-    if (state == "abandoned" && finished && (!q->step() || q->text(0) == "accepted"))
+    // its own model for ever. Never from a refused result's end point.
+    if (state == "abandoned" && finished && !refused && (!q->step() || q->text(0) == "accepted"))
         return 1.0f;
     return 0;
 }

@@ -19,6 +19,8 @@ std::optional<Refusal> stepOwnWorkUnit(Statement& q, int64_t workUnitId, int64_t
 // Abandons one work unit of the run if it is still assigned (an accepted one stays accepted);
 // reason: what its worker is told.
 Status abandonWorkUnit(Database& db, int64_t runId, int64_t workUnitId, std::string_view reason);
+// How the abandon reason of a unit whose result the gate refused begins.
+inline constexpr std::string_view kRefusedReasonPrefix = "its result was refused";
 // Abandons every assigned work unit of the run trained from a version before `version`.
 Status abandonWorkUnitsBefore(Database& db, int64_t runId, int64_t version,
                               std::string_view reason);

@@ -492,8 +492,12 @@ class TestCoordinatorApi : public QObject {
         QCOMPARE(errorCode(res), std::string("outlier_norm"));
         QVERIFY(contains(res->body, "times the reference"));
         QCOMPARE(totalTokens(t), tokens);
-        // Within the bound (5x the median with the default ratio 10) it is accepted.
+        // The refusal ended the unit; within the bound (5x the median with the default ratio 10)
+        // a result of the next one is accepted.
         QCOMPARE(upload(b, mb.workUnitId, buildResult(mb, smallDelta(P, 5.0f), b.key))->status,
+                 409);
+        auto mb2 = requestWork(b);
+        QCOMPARE(upload(b, mb2.workUnitId, buildResult(mb2, smallDelta(P, 5.0f), b.key))->status,
                  200);
     }
 

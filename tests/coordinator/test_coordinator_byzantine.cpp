@@ -93,7 +93,13 @@ class TestCoordinatorByzantine : public QObject {
         QVERIFY(refused.refusal().message.find("times the norm " + fourDigits(theta)) !=
                 std::string::npos);
         QCOMPARE(f.coordinator().status().totalTokens, int64_t{0});
-        QCOMPARE(codeOf(f.upload(a, buildResult(m, below, a.key))), std::string("accepted"));
+        // A refused result ends its unit (its worker drops the result), and the unit's data goes
+        // to the next request.
+        QCOMPARE(codeOf(f.upload(a, buildResult(m, below, a.key))),
+                 std::string("work_unit_abandoned"));
+        const auto m2 = f.work(a);
+        QCOMPARE(m2.dataOffset, m.dataOffset);
+        QCOMPARE(codeOf(f.upload(a, buildResult(m2, below, a.key))), std::string("accepted"));
 
         // An absolute bound applies as well, also to a run's first result.
         auto cfg = config(3);
@@ -107,7 +113,7 @@ class TestCoordinatorByzantine : public QObject {
         auto r = g.upload(b, buildResult(mb, big, b.key));
         QCOMPARE(codeOf(r), std::string("norm_above_bound"));
         QVERIFY(r.refusal().message.find("above the run's bound 0.5") != std::string::npos);
-        QCOMPARE(codeOf(g.upload(b, buildResult(mb, fine, b.key))), std::string("accepted"));
+        QCOMPARE(codeOf(g.upload(b, buildResult(g.work(b), fine, b.key))), std::string("accepted"));
     }
 
     void zeroFlippedNanAndReplayedRefused() {
@@ -120,22 +126,22 @@ class TestCoordinatorByzantine : public QObject {
         // All zeros is refused even as a run's first result.
         auto zero = f.upload(a, buildResult(ma, std::vector<uint16_t>(size_t(P), 0), a.key));
         QCOMPARE(codeOf(zero), std::string("zero_delta"));
-        QCOMPARE(codeOf(f.upload(a, buildResult(ma, d, a.key))), std::string("accepted"));
+        QCOMPARE(codeOf(f.upload(a, buildResult(f.work(a), d, a.key))), std::string("accepted"));
         // Almost zero: below 0.001 x the reference (the norm of d).
         auto tiny = f.upload(b, buildResult(mb, patternDelta(P, 0.0005f), b.key));
         QCOMPARE(codeOf(tiny), std::string("zero_delta"));
-        // A NaN never gets as far as the gate.
+        // A NaN never gets as far as the gate (and leaves the unit open).
+        const auto mb2 = f.work(b);
         auto nan = d;
         nan[17] = 0x7e00;
-        QCOMPARE(codeOf(f.upload(b, buildResult(mb, nan, b.key))), std::string("non_finite"));
+        QCOMPARE(codeOf(f.upload(b, buildResult(mb2, nan, b.key))), std::string("non_finite"));
         // a's payload again, from another client: a replay.
-        auto replay = f.upload(b, buildResult(mb, d, b.key));
+        auto replay = f.upload(b, buildResult(mb2, d, b.key));
         QCOMPARE(codeOf(replay), std::string("replayed_result"));
-        QVERIFY(replay.refusal().message.find("work unit " + std::to_string(ma.workUnitId)) !=
-                std::string::npos);
+        QVERIFY(replay.refusal().message.find("work unit ") != std::string::npos);
         QCOMPARE(f.coordinator().status().totalTokens,
                  int64_t{ma.innerSteps} * ma.batch * ma.seqLen);
-        QCOMPARE(codeOf(f.upload(b, buildResult(mb, patternDelta(P, 1.1f), b.key))),
+        QCOMPARE(codeOf(f.upload(b, buildResult(f.work(b), patternDelta(P, 1.1f), b.key))),
                  std::string("accepted"));
         QCOMPARE(codeOf(f.upload(c, buildResult(mc, patternDelta(P, 0.9f), c.key))),
                  std::string("accepted"));
@@ -148,7 +154,7 @@ class TestCoordinatorByzantine : public QObject {
         QVERIFY2(first.refusal().message.find("cosine similarity to the last outer step is -1") !=
                      std::string::npos,
                  first.refusal().message.c_str());
-        QCOMPARE(codeOf(f.upload(a, buildResult(a2, patternDelta(P, 1.05f), a.key))),
+        QCOMPARE(codeOf(f.upload(a, buildResult(f.work(a), patternDelta(P, 1.05f), a.key))),
                  std::string("accepted"));
     }
 
@@ -175,17 +181,17 @@ class TestCoordinatorByzantine : public QObject {
             for (auto& [r, n] : accepted)
                 if (r > round - window)
                     recent.push_back(n);
-            const auto m = f.work(attacker);
             if (!recent.empty()) {  // just beyond 10 x the honest reference: refused
                 const double honestRef = lowerMedian(recent);
                 auto up = patternDelta(P, float(10.5 * honestRef / unit));
-                auto r = f.upload(attacker, buildResult(m, up, attacker.key));
+                auto r = f.upload(attacker, buildResult(f.work(attacker), up, attacker.key));
                 QCOMPARE(codeOf(r), std::string("outlier_norm"));
                 QVERIFY2(r.refusal().message.find("times the reference " + fourDigits(honestRef)) !=
                              std::string::npos,
                          r.refusal().message.c_str());
             }
             const double ref = recent.empty() ? 1.5 * unit : lowerMedian(recent);
+            const auto m = f.work(attacker);
             const auto attack = patternDelta(P, float(9.9 * ref / unit));
             auto r = f.upload(attacker, buildResult(m, attack, attacker.key));
             QCOMPARE(codeOf(r), std::string("accepted"));
@@ -263,8 +269,11 @@ class TestCoordinatorByzantine : public QObject {
                      "cosine similarity to the last outer step is -0.7") != std::string::npos,
                  judged.refusal().message.c_str());
         session.value().reset();
-        // The same result begun after the close is judged the same.
-        QCOMPARE(codeOf(f.upload(a, r)), std::string("wrong_direction"));
+        // The same payload begun after the close is judged the same (on a new unit: the refusal
+        // ended ma).
+        QCOMPARE(codeOf(f.upload(a, r)), std::string("work_unit_abandoned"));
+        QCOMPARE(codeOf(f.upload(a, buildResult(f.work(a), mix(1, -2), a.key))),
+                 std::string("wrong_direction"));
     }
 
     void aRestartKeepsTheReferenceAndTheDirection() {
@@ -295,9 +304,9 @@ class TestCoordinatorByzantine : public QObject {
         QVERIFY(over.refusal().message.find("times the reference " + fourDigits(ref)) !=
                 std::string::npos);
         // The last outer step, rebuilt from the weights of versions 0 and 1.
-        QCOMPARE(codeOf(f.upload(a, buildResult(m, patternDelta(P, -1.3f), a.key))),
+        QCOMPARE(codeOf(f.upload(a, buildResult(f.work(a), patternDelta(P, -1.3f), a.key))),
                  std::string("wrong_direction"));
-        QCOMPARE(codeOf(f.upload(a, buildResult(m, patternDelta(P, 1.3f), a.key))),
+        QCOMPARE(codeOf(f.upload(a, buildResult(f.work(a), patternDelta(P, 1.3f), a.key))),
                  std::string("accepted"));
     }
 };

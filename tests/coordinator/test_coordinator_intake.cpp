@@ -224,7 +224,7 @@ class TestCoordinatorIntake : public QObject {
         QCOMPARE(outlier.refusal().httpStatus, 422);
         QCOMPARE(outlier.refusal().code, std::string("outlier_norm"));
         QVERIFY(outlier.refusal().message.find("times the reference") != std::string::npos);
-        QVERIFY(f.upload(b, buildResult(mb, patternDelta(P, 9.5f), b.key)).ok());
+        QVERIFY(f.upload(b, buildResult(f.work(b), patternDelta(P, 9.5f), b.key)).ok());
     }
 
     // A full disk: the upload is answered 507 before its body (its 2P bytes cannot be reserved),

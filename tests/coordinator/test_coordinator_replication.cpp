@@ -405,8 +405,6 @@ class TestCoordinatorReplication : public QObject {
         // While held, another result for the unit does not replace the held one.
         QCOMPARE(codeOf(f.upload(a, buildResult(u1, otherDelta(P), a.key))),
                  std::string("awaiting_replica"));
-        // The twin replays c's accepted payload: refused by the gate; the pair stays open.
-        QCOMPARE(codeOf(f.upload(b, buildResult(t1, dc, b.key))), std::string("replayed_result"));
         QCOMPARE(sqlInteger(f, "SELECT COUNT(*) FROM held_results"), int64_t{1});
         // The twin's own result: compared with a's first payload, which agrees.
         const auto db = patternDelta(P, 1.01f);
@@ -418,6 +416,18 @@ class TestCoordinatorReplication : public QObject {
         QCOMPARE(again.value(), second.value());
         QCOMPARE(codeOf(f.upload(b, buildResult(t1, patternDelta(P, 1.03f), b.key))),
                  std::string("duplicate"));
+        // A twin refused by the gate (it replays c's accepted payload) ends, as its worker drops
+        // the result: the held result is accepted alone, as when a twin times out.
+        const auto u2 = f.work(a), t2 = f.work(b);
+        QCOMPARE(t2.dataOffset, u2.dataOffset);
+        const auto da2 = patternDelta(P, 0.98f);
+        QCOMPARE(codeOf(f.upload(a, buildResult(u2, da2, a.key))), std::string("awaiting_replica"));
+        QCOMPARE(codeOf(f.upload(b, buildResult(t2, dc, b.key))), std::string("replayed_result"));
+        QCOMPARE(sqlInteger(f, "SELECT COUNT(*) FROM held_results"), int64_t{0});
+        QVERIFY(f.logged("accepted alone: its twin was abandoned"));
+        QCOMPARE(codeOf(f.upload(a, buildResult(u2, da2, a.key))), std::string("accepted"));
+        QCOMPARE(codeOf(f.upload(b, buildResult(t2, patternDelta(P, 0.99f), b.key))),
+                 std::string("work_unit_abandoned"));
 
         // A held result whose twin's worker is blocked meanwhile (by another pair): accepted
         // alone, and the blocked worker's result for the twin refused.

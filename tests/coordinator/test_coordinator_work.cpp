@@ -202,6 +202,21 @@ class TestCoordinatorWork : public QObject {
         const auto u5 = f.work(c);  // abandoned before its end: nothing was lost
         QCOMPARE(u5.startBlend, 0.0f);
         QVERIFY(f.logged("abandoned"));
+        // A unit trained to its end whose result the gate refused (all zeros) ends at once, and
+        // its end point is not trained on: the next unit starts from the weights.
+        const int64_t P = u5.model.parameterCount();
+        QVERIFY(f.upload(c, buildResult(u5, patternDelta(P, 1.2f), c.key)).ok());
+        const auto u6 = f.work(c);
+        QVERIFY(f.coordinator()
+                    .progress(c.id, u6.workUnitId,
+                              net::ProgressReport{u6.innerSteps, 3.0f, 1.0}.toJson())
+                    .ok());
+        const auto zero = f.upload(c, buildResult(u6, std::vector<uint16_t>(size_t(P), 0), c.key));
+        QCOMPARE(zero.ok() ? std::string() : zero.refusal().code, std::string("zero_delta"));
+        QVERIFY(f.logged("work unit " + std::to_string(u6.workUnitId) +
+                         " abandoned: its result was refused (zero_delta)"));
+        const auto u7 = f.work(c);
+        QCOMPARE(u7.startBlend, 0.0f);
     }
 
     void startBlendZeroIsOff() {
