@@ -161,7 +161,7 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                cfg.minCosine = c;
            },
            "refuse deltas whose cosine similarity to the last outer step is below C; -1: "
-           "off (default 0)")
+           "off (default -1: honest results also point against the last step)")
         ->type_name("C");
     app::addNonNegative(cli, "--replicate-fraction", cfg.replicateFraction, "F",
                         "give about this fraction of work units also to a second worker and\n"

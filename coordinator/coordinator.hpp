@@ -65,11 +65,13 @@ struct CoordinatorConfig {
     // point; 0: from the weights (docs/benchmarks.md, "Fair comparisons").
     float startBlend = 0.5f;
     // The Byzantine gate (robust_gate.hpp, GateConfig says what each does).
-    double maxNormRatio = 10.0;          // refused above this times the reference norm
-    double clipNormRatio = 3.0;          // down-weighted above this times the reference; 0: never
-    double maxRelativeNorm = 1.0;        // refused above this times ||theta||; 0: off
-    double maxAbsoluteNorm = 0;          // refused above this L2 norm; 0: off
-    double minCosine = 0.0;              // refused below this cosine to the last outer step
+    double maxNormRatio = 10.0;    // refused above this times the reference norm
+    double clipNormRatio = 3.0;    // down-weighted above this times the reference; 0: never
+    double maxRelativeNorm = 1.0;  // refused above this times ||theta||; 0: off
+    double maxAbsoluteNorm = 0;    // refused above this L2 norm; 0: off
+    // Refused below this cosine to the last outer step; -1: off (the default: honest results
+    // point against an overshooting outer step, docs/benchmarks.md "The direction check").
+    double minCosine = -1.0;
     int referenceRounds = 4;             // rounds whose accepted norms make the reference
     bool refuseRepeatedPayloads = true;  // a payload accepted before is a replay
     // Replication spot-checks (replication.hpp; docs/protocol.md): about this fraction of units

@@ -28,7 +28,8 @@ struct GateConfig {
     // Refused above this absolute L2 norm (code norm_above_bound). 0: off.
     double maxAbsoluteNorm = 0;
     // Refused when the cosine similarity to the last outer step is below this (code
-    // wrong_direction). -1: off.
+    // wrong_direction). -1: off, the coordinator's default; 0 here is the rule
+    // tandem-bench-diloco's -gate arms measure.
     double minCosine = 0.0;
     // Rounds of accepted results whose norms make the reference (the open one and those before).
     int referenceRounds = 4;

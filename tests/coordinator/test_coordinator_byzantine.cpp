@@ -43,6 +43,7 @@ coord::CoordinatorConfig config(int quorum) {
     auto c = directConfig();
     c.quorum = quorum;
     c.refuseRepeatedPayloads = true;  // the default, which directConfig turns off
+    c.minCosine = 0;                  // the direction check, off by default
     c.maxWorkUnitsPerClient = 4;
     return c;
 }
