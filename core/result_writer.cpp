@@ -16,22 +16,31 @@ Expected<std::vector<uint8_t>> ResultWriter::encodePayload(net::ResultHeader& h,
     if (h.encoding == net::kEncodingInt8) {
         // No backend encodes int8: the end weights come to the host (from the device, for
         // CUDA) and are encoded here, as the coordinator decodes them (kernels/codec_int8.hpp).
-        std::vector<float> end(start.size());
-        if (auto st = backend.storeParameters(end); !st) {
-            return makeError("cannot read the trained weights: " + st.error().message);
+        // Host memory: 5P bytes while encoding (the end weights and the values, freed as soon as
+        // done), then about 2P (payload and body) while the moments are saved: below what
+        // memory_estimate.hpp counts for the fp16 result (4P beside a checkpoint's peak).
+        Expected<std::vector<uint8_t>> payload = makeError("int8 encode did not run");
+        {
+            std::vector<int8_t> values(start.size());
+            std::vector<float> scales(static_cast<size_t>(
+                int8BlockCount(static_cast<int64_t>(start.size()), net::kInt8ResultBlock)));
+            {
+                std::vector<float> end(start.size());
+                if (auto st = backend.storeParameters(end); !st) {
+                    return makeError("cannot read the trained weights: " + st.error().message);
+                }
+                auto enc = encodeDeltaInt8(start, end, net::kInt8ResultBlock, values, scales);
+                if (!enc) {
+                    return makeError("the pseudo-gradient is not finite (" + enc.error().message +
+                                     ")");
+                }
+            }
+            payload = net::int8Payload(values, scales);
         }
-        std::vector<int8_t> values(start.size());
-        std::vector<float> scales(static_cast<size_t>(
-            int8BlockCount(static_cast<int64_t>(start.size()), net::kInt8ResultBlock)));
-        auto enc = encodeDeltaInt8(start, end, net::kInt8ResultBlock, values, scales);
-        if (!enc) {
-            return makeError("the pseudo-gradient is not finite (" + enc.error().message + ")");
-        }
-        h.saturated = 0;
-        auto payload = net::int8Payload(values, scales);
         if (!payload) {
             return payload.error();
         }
+        h.saturated = 0;
         return net::buildResult(h, std::span<const uint8_t>(*payload));
     }
     std::vector<uint16_t> payload(start.size());
