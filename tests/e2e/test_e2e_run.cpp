@@ -141,8 +141,10 @@ class TestE2eRun : public QObject {
                 ++uploads;
                 // The bytes libcurl sent: the whole result, plus what it had sent of it before
                 // a rewind when a reused connection turned out closed (seen under load: one
-                // 64 KiB block more; with the 445 KB int8 result once the whole body, which fits
-                // in the socket's buffers before the reset shows), never a third copy.
+                // 64 KiB block more); twice the whole result for one held for its twin (the
+                // replication spot-checks are on by default: sent once to be held, 503
+                // awaiting_replica, and once more when retried after the twin's arrived, as seen
+                // in both encodings), never a third copy.
                 // Written out, not from result_format: 2P, or P + 4 ceil(P / 256).
                 const int64_t resultBytes =
                     static_cast<int64_t>(net::kResultHeaderBytes) +
