@@ -143,8 +143,8 @@ class TestE2eRun : public QObject {
                 // a rewind when a reused connection turned out closed (seen under load: one
                 // 64 KiB block more); twice the whole result for one held for its twin (the
                 // replication spot-checks are on by default: sent once to be held, 503
-                // awaiting_replica, and once more when retried after the twin's arrived, as seen
-                // in both encodings), never a third copy.
+                // awaiting_replica, and once more when retried after the twin's arrived), never
+                // a third copy.
                 // Written out, not from result_format: 2P, or P + 4 ceil(P / 256).
                 const int64_t resultBytes =
                     static_cast<int64_t>(net::kResultHeaderBytes) +
