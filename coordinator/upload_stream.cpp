@@ -225,6 +225,12 @@ std::optional<Refusal> UploadStream::finish(bool complete) {
                           std::to_string(m_expect.bodyBytes) + " bytes; nothing was counted");
     if (m_expect.accepted || !m_header)
         return internalError("upload state");
+    // The tail holds exactly the values still missing (whole blocks before it were flushed).
+    if (static_cast<int64_t>(m_blockBytes) != layout().bytesOf(m_expect.parameterCount - m_written))
+        return refuse(400, "truncated",
+                      "the payload is not " + std::to_string(layout().bytes()) +
+                          " bytes of P = " + std::to_string(m_expect.parameterCount) + " " +
+                          net::encodingName(m_expect.encoding) + " values");
     if (auto r = flushBlock())
         return *r;
     if (m_payloadHash.finish() != m_header->payloadSha256)
