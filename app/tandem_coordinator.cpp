@@ -5,6 +5,7 @@
 #include "coordinator_tokenizer_command.hpp"
 #include "log_stamp.hpp"
 #include "metrics_server.hpp"
+#include "result_format.hpp"
 #include "server.hpp"
 #include "tandem_version.hpp"
 
@@ -200,6 +201,18 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
            "from (1 - B) x the weights + B x the worker's own last end point; 0: from the\n"
            "weights (default 0.5)")
         ->type_name("B");
+    cli.add_option_function<std::string>(
+           "--result-encoding",
+           [&cfg](const std::string& v) {
+               const auto e = net::encodingFromName(v);
+               if (!e)
+                   throw app::badValue("--result-encoding expects fp16 or int8, found '" + v + "'");
+               cfg.resultEncoding = *e;
+           },
+           "what a new run's results carry: fp16, or int8 with a scale per 256 values\n"
+           "(about half the bytes up; workers of protocol 5 and later only); kept\n"
+           "with the run (default fp16)")
+        ->type_name("fp16|int8");
     cli.add_option_function<std::string>(
            "--inner-lr",
            [&cfg](const std::string& v) {

@@ -58,8 +58,8 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     if (auto st = impl->restoreLiveness(); !st)
         return makeError("reading the assigned work units: " + st.error().message);
     auto* raw = impl.get();
-    raw->aggregator =
-        std::make_unique<RoundAggregator>(raw->sum, &raw->pool, raw->cfg.backgroundThreads);
+    raw->aggregator = std::make_unique<RoundAggregator>(raw->sum, raw->run.resultEncoding,
+                                                        &raw->pool, raw->cfg.backgroundThreads);
     std::unique_ptr<Coordinator> c(new Coordinator(std::move(impl)));
     if (raw->cfg.backgroundThreads) {
         raw->validator = std::thread([raw] { raw->validatorLoop(); });

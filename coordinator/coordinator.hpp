@@ -64,6 +64,9 @@ struct CoordinatorConfig {
     // is not in the weights it gets starts from (1 - b) x those + b x the worker's own last end
     // point; 0: from the weights (docs/benchmarks.md, "Fair comparisons").
     float startBlend = 0.5f;
+    // A new run's result encoding (net::kEncodingFp16 or kEncodingInt8; none: fp16), stored
+    // with the run (run_setup.hpp); an existing run keeps its own.
+    std::optional<uint32_t> resultEncoding;
     // The Byzantine gate (robust_gate.hpp, GateConfig says what each does).
     double maxNormRatio = 10.0;    // refused above this times the reference norm
     double clipNormRatio = 3.0;    // down-weighted above this times the reference; 0: never
@@ -92,7 +95,8 @@ struct CoordinatorConfig {
     int maxWorkUnitsPerClient = 3;      // training, uploading, the next one prefetched
     int newClientWorkUnits = 1;  // ... until a result was accepted in the last referenceRounds
     int maxUploadsPerClient = 1;
-    // Each holds a socket, an HTTPS thread, a staging file with 2P bytes reserved on disk and a
+    // Each holds a socket, an HTTPS thread, a staging file with the payload's bytes (2P for
+    // fp16) reserved on disk and a
     // 128 KiB block (upload_stream.hpp), never P values: the limit is sockets and disk.
     int maxConcurrentUploads = 256;
     // Base URLs of mirrors of the blobs (--mirror, blob_store.hpp): listed in version 4

@@ -146,7 +146,11 @@ struct Coordinator::Impl {
                    std::chrono::system_clock::now().time_since_epoch())
             .count();
     }
-    int64_t maxUploadBytes() const { return static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P; }
+    // The run's result payloads: P values in its encoding.
+    PayloadLayout payloadLayout() const { return {run.resultEncoding, P}; }
+    int64_t maxUploadBytes() const {
+        return static_cast<int64_t>(net::kResultHeaderBytes) + payloadLayout().bytes();
+    }
 
     // ---- run set-up (run_setup.cpp)
 

@@ -179,11 +179,11 @@ Expected<double> Coordinator::Impl::twinDistanceOfFiles(int64_t heldWorkUnitId,
                                                         const net::Sha256Digest& heldSha,
                                                         const fs::path& staged) {
     const fs::path path = dirs.heldPayload(heldWorkUnitId);
-    auto held = PayloadReader::open(path, P, heldSha);
+    auto held = PayloadReader::open(path, payloadLayout(), heldSha);
     if (!held)
         return makeError("the held result of work unit " + std::to_string(heldWorkUnitId) +
                          " is missing its payload: " + held.error().message);
-    auto upload = PayloadReader::open(staged, P);
+    auto upload = PayloadReader::open(staged, payloadLayout());
     if (!upload)
         return upload.error();
     TwinDistanceAccumulator distance;
@@ -501,7 +501,8 @@ void Coordinator::Impl::settleHeld(int64_t workUnitId) {
             continue;
         // The payload must be whole before it is committed (the aggregator reads it unchecked).
         if (auto whole = net::sha256File(dirs.heldPayload(d.wu));
-            !whole || whole->bytes != 2 * P || whole->digest != held->entry.payloadSha256) {
+            !whole || whole->bytes != payloadLayout().bytes() ||
+            whole->digest != held->entry.payloadSha256) {
             log("error: the held payload " + dirs.heldPayload(d.wu).string() +
                 " is missing, truncated or does not match its SHA-256");
             continue;

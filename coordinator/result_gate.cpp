@@ -65,7 +65,7 @@ GateVerdict Coordinator::Impl::gateResult(const UploadSession::State& s) {
         in.cosine = upload.cosine();  // measured as it streamed
     } else {
         // A round closed during the upload: the direction moved; measured again from the file.
-        auto reader = PayloadReader::open(upload.stagingFile(), P);
+        auto reader = PayloadReader::open(upload.stagingFile(), payloadLayout());
         if (!reader)
             return GateVerdict{"internal", reader.error().message, 0};
         CosineAccumulator cosine;

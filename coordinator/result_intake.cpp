@@ -37,6 +37,15 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
     bool dryRun) {
     const int64_t expected = maxUploadBytes();
+    const PayloadLayout layout = payloadLayout();
+    // What a body is made of, for the size refusals.
+    const std::string shape =
+        " bytes; a result for " + run.model.describe() + " is exactly " + std::to_string(expected) +
+        " bytes (128-byte header + " +
+        (layout.encoding == net::kEncodingInt8
+             ? std::to_string(P) + " int8 values and " + std::to_string(layout.bytes() - P) +
+                   " bytes of scales: this run takes int8 results)"
+             : "2 x " + std::to_string(P) + " parameters: this run takes fp16 results)");
     std::unique_ptr<UploadSession::State> state;
     {
         std::lock_guard lock(mu);
@@ -60,16 +69,10 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
                 "send Content-Length: a result is exactly " + std::to_string(expected) + " bytes");
         if (contentLength > expected)
             return refuse(413, "too_large",
-                          "the body has " + std::to_string(contentLength) +
-                              " bytes; a result for " + run.model.describe() + " is exactly " +
-                              std::to_string(expected) + " bytes (128-byte header + 2 x " +
-                              std::to_string(P) + " parameters)");
+                          "the body has " + std::to_string(contentLength) + shape);
         if (contentLength != expected)
             return refuse(400, "wrong_size",
-                          "the body has " + std::to_string(contentLength) +
-                              " bytes; a result for " + run.model.describe() + " is exactly " +
-                              std::to_string(expected) + " bytes (128-byte header + 2 x " +
-                              std::to_string(P) + " parameters)");
+                          "the body has " + std::to_string(contentLength) + shape);
         auto sig = net::signatureFromBase64(signature);
         if (signature.empty() || !sig)
             return refuse(400, "bad_signature",
@@ -112,13 +115,14 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         // reservation (upload_stream.hpp) catches a disk that fills meanwhile.
         std::error_code ec;
         if (st != "accepted" &&
-            fs::space(dirs.uploads(), ec).available < static_cast<uintmax_t>(2 * P) && !ec)
-            return diskFull("this result of " + std::to_string(2 * P) + " bytes");
+            fs::space(dirs.uploads(), ec).available < static_cast<uintmax_t>(layout.bytes()) && !ec)
+            return diskFull("this result of " + std::to_string(layout.bytes()) + " bytes");
         if (dryRun)
             return std::unique_ptr<UploadSession::State>();
         UploadExpectation e;
         e.workUnitId = workUnitId;
         e.parameterCount = P;
+        e.encoding = layout.encoding;
         e.modelName = run.model.describe();
         e.bodyBytes = expected;
         e.maxSteps = static_cast<int>(q->integer(3));

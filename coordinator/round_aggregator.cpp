@@ -4,8 +4,9 @@
 
 namespace tandem::coord {
 
-RoundAggregator::RoundAggregator(std::span<float> sum, ThreadPool* pool, bool withThread)
-    : m_sum(sum), m_pool(pool) {
+RoundAggregator::RoundAggregator(std::span<float> sum, uint32_t encoding, ThreadPool* pool,
+                                 bool withThread)
+    : m_sum(sum), m_encoding(encoding), m_pool(pool) {
     if (withThread)
         m_thread = std::thread([this] { run(); });
 }
@@ -21,7 +22,7 @@ RoundAggregator::~RoundAggregator() {
 }
 
 void RoundAggregator::addNow(const Job& job) {
-    auto st = accumulatePayload(m_sum, job.payload, job.weight, std::nullopt, m_pool);
+    auto st = accumulatePayload(m_sum, job.payload, m_encoding, job.weight, std::nullopt, m_pool);
     std::lock_guard lock(m_mu);
     if (!st && m_failure)
         m_failure = makeError("adding " + job.payload.string() +

@@ -52,6 +52,7 @@ Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg,
     s.lrWarmupSteps = cfg.lrWarmupSteps;
     s.lrDecaySteps = cfg.lrDecaySteps;
     s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
+    s.resultEncoding = cfg.resultEncoding.value_or(net::kEncodingFp16);
     return s;
 }
 
@@ -72,7 +73,8 @@ std::string toJson(const RunSettings& s) {
                 {"lr_warmup_steps", s.lrWarmupSteps},
                 {"lr_decay_steps", s.lrDecaySteps},
                 {"seed", s.seed},
-                {"data", s.dataKind}};
+                {"data", s.dataKind},
+                {"result_encoding", net::encodingName(s.resultEncoding)}};
     return config.dump();
 }
 
@@ -100,6 +102,13 @@ Expected<RunSettings> runSettingsFromJson(std::string_view text) {
     if (s.dataKind != kDataBytes && s.dataKind != kDataSentencePiece && s.dataKind != kDataLlmc)
         return makeError("database: the run's data kind '" + s.dataKind +
                          "' is unknown; use a newer tandem-coordinator");
+    // Runs from before int8 results: fp16.
+    const std::string encoding = c.value("result_encoding", std::string("fp16"));
+    const auto known = net::encodingFromName(encoding);
+    if (!known)
+        return makeError("database: the run's result encoding '" + encoding +
+                         "' is unknown; use a newer tandem-coordinator");
+    s.resultEncoding = *known;
     return s;
 }
 
@@ -249,6 +258,10 @@ Status Coordinator::Impl::restore() {
             "; the --model given (" + m->describe() + ") applies to new state directories only");
     if (!cfg.initWeights.empty())
         log("note: --init applies to new state directories only; the run keeps its weights");
+    if (cfg.resultEncoding && *cfg.resultEncoding != run.resultEncoding)
+        log(std::string("note: the state directory's run takes ") +
+            net::encodingName(run.resultEncoding) + " results; --result-encoding " +
+            net::encodingName(*cfg.resultEncoding) + " applies to new state directories only");
 
     auto opened = run.dataKind == kDataBytes ? RunData::openBytes(dirs, trainBytes, trainSha)
                                              : openTokenData(trainSha);
@@ -304,7 +317,8 @@ Status Coordinator::Impl::restore() {
             evalQueue.push_back(EvalJob{r, std::move(ck->parameters)});
     }
     log("run " + std::to_string(runId) + ": model " + run.model.describe() + " (" +
-        std::to_string(P) + " parameters), round " + std::to_string(version) + " open");
+        std::to_string(P) + " parameters), " + net::encodingName(run.resultEncoding) +
+        " results, round " + std::to_string(version) + " open");
     return {};
 }
 
@@ -350,8 +364,9 @@ Status Coordinator::Impl::rebuildRoundSum() {
         const fs::path path = dirs.payload(version, wu);
         // What the aggregator did when the result was accepted (round_aggregator.hpp), in the
         // same order, with each file checked against its SHA-256.
-        if (auto st = accumulatePayload(sum, path, static_cast<float>(q->real(1)),
-                                        toDigest(q->blob(2)), &pool);
+        if (auto st =
+                accumulatePayload(sum, path, run.resultEncoding, static_cast<float>(q->real(1)),
+                                  toDigest(q->blob(2)), &pool);
             !st)
             return makeError("accepted result of work unit " + std::to_string(wu) + ": " +
                              st.error().message + "; the state directory is damaged");

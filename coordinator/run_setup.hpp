@@ -6,6 +6,7 @@
 
 #include "coordinator.hpp"
 #include "optimizer.hpp"
+#include "result_format.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -24,6 +25,9 @@ struct RunSettings {
     int64_t lrWarmupSteps = 0, lrDecaySteps = 0;
     uint64_t seed = 0;               // 53 bits, so that JSON keeps it exact
     std::string dataKind = "bytes";  // run_data.hpp: bytes, sentencepiece or llmc
+    // What the run's results carry (net/result_format.hpp): fixed when the run is created, so
+    // that a restart decodes its stored payloads as they were sent.
+    uint32_t resultEncoding = net::kEncodingFp16;
 
     // The inner lr over the run's steps: warmup, then constant at the peak, or with
     // lrDecaySteps > 0 a cosine to minLr at that step.

@@ -1,6 +1,5 @@
 #include "upload_stream.hpp"
 
-#include "codec.hpp"
 #include "messages.hpp"
 
 #include <fcntl.h>
@@ -37,8 +36,14 @@ double UploadStream::norm() const {
     return std::sqrt(m_sumSquares);
 }
 
+int64_t UploadStream::stageValues() const {
+    return static_cast<int64_t>(m_expect.encoding == net::kEncodingInt8 ? kStageBlockValues
+                                                                        : kStageBlockHalves);
+}
+
 std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFile) {
-    m_block.resize(kStageBlockHalves);
+    m_blockCapacity = static_cast<size_t>(layout().bytesOf(stageValues()));
+    m_block.resize((m_blockCapacity + 1) / 2);
     if (m_expect.direction)
         m_decoded.resize(kDecodePieceValues);
     m_stagingFile = stagingFile;
@@ -47,7 +52,7 @@ std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFi
         return writeFailed("create", errno);
     // Reserve the payload's space now: a full disk is answered before the body is sent, and
     // cannot strike in the middle of it. A file system without fallocate finds out as it writes.
-    const off_t bytes = static_cast<off_t>(2 * m_expect.parameterCount);
+    const off_t bytes = static_cast<off_t>(layout().bytes());
     if (bytes > 0 && ::fallocate(m_fd, 0, 0, bytes) != 0 && errno != EOPNOTSUPP)
         return writeFailed("reserve space for", errno);
     return std::nullopt;
@@ -55,7 +60,7 @@ std::optional<Refusal> UploadStream::open(const std::filesystem::path& stagingFi
 
 std::optional<Refusal> UploadStream::writeFailed(const char* what, int error) {
     if (error == ENOSPC || error == EDQUOT)
-        return diskFull("this result of " + std::to_string(2 * m_expect.parameterCount) + " bytes");
+        return diskFull("this result of " + std::to_string(layout().bytes()) + " bytes");
     return internalError(std::string("cannot ") + what + " " + m_stagingFile.string() + ": " +
                          std::strerror(error));
 }
@@ -70,6 +75,12 @@ std::optional<Outcome<std::string>> UploadStream::checkHeader() {
             refuse(400, "bad_header",
                    "the result header names work unit " + std::to_string(h->workUnitId) +
                        " but was sent to /v1/results/" + std::to_string(wuId)));
+    if (h->encoding != m_expect.encoding)
+        return Outcome<std::string>(
+            refuse(422, "wrong_encoding",
+                   std::string("the result is encoded as ") + net::encodingName(h->encoding) +
+                       "; this run takes " + net::encodingName(m_expect.encoding) +
+                       " results (the manifest's result_encoding); nothing was stored"));
     if (h->parameterCount != m_expect.parameterCount)
         return Outcome<std::string>(refuse(422, "wrong_size",
                                            "the result has " + std::to_string(h->parameterCount) +
@@ -117,12 +128,15 @@ std::optional<Outcome<std::string>> UploadStream::checkHeader() {
 std::optional<Refusal> UploadStream::flushBlock() {
     if (m_blockBytes == 0)
         return std::nullopt;
-    const size_t n = m_blockBytes / 2;
-    std::span<const uint16_t> halves(m_block.data(), n);
+    // Values in the block: a full block, or the payload's tail (finish() checked its length).
+    const int64_t n = m_blockBytes == m_blockCapacity
+                          ? stageValues()
+                          : std::min(stageValues(), m_expect.parameterCount - m_written);
     const auto* bytes = reinterpret_cast<const uint8_t*>(m_block.data());
+    const std::span<const uint8_t> piece(bytes, m_blockBytes);
     size_t written = 0;
-    while (written < n * 2) {
-        ssize_t w = ::write(m_fd, bytes + written, n * 2 - written);
+    while (written < m_blockBytes) {
+        ssize_t w = ::write(m_fd, bytes + written, m_blockBytes - written);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -130,28 +144,34 @@ std::optional<Refusal> UploadStream::flushBlock() {
         written += static_cast<size_t>(w);
     }
     // Start writing back what has arrived, so that the fsync at the end has little left to do.
-    ::sync_file_range(m_fd, 2 * m_written, static_cast<off_t>(n * 2), SYNC_FILE_RANGE_WRITE);
-    const Fp16Scan scan = scanFp16(halves);
+    ::sync_file_range(m_fd, layout().bytesOf(m_written), static_cast<off_t>(m_blockBytes),
+                      SYNC_FILE_RANGE_WRITE);
+    const PieceScan scan = scanPayload(layout(), piece, n);
     if (scan.nonFinite > 0)
-        return refuse(422, "non_finite",
-                      "the payload holds " + std::to_string(scan.nonFinite) +
-                          " NaN or Inf value(s) among parameters " + std::to_string(m_written) +
-                          ".." + std::to_string(m_written + static_cast<int64_t>(n) - 1) +
-                          "; a worker must not send a failed work unit");
+        return refuse(
+            422, "non_finite",
+            "the payload holds " + std::to_string(scan.nonFinite) +
+                (m_expect.encoding == net::kEncodingInt8 ? " NaN, Inf or negative int8 scale(s)"
+                                                         : " NaN or Inf value(s)") +
+                " among parameters " + std::to_string(m_written) + ".." +
+                std::to_string(m_written + n - 1) + "; a worker must not send a failed work unit");
     // The sums a scan of whole 1 MiB chunks makes: block sums in order within a chunk, then the
     // chunks' sums in order (the norm decides the gate's down-weighting, so it must not move).
     m_chunkSquares += scan.sumSquares;
-    if (const auto& dir = m_expect.direction)
-        for (size_t k = 0; k < n; k += m_decoded.size()) {
-            const size_t len = std::min(m_decoded.size(), n - k);
-            const auto piece = std::span(m_decoded).first(len);
-            std::fill(piece.begin(), piece.end(), 0.0f);
-            accumulateFp16(piece, halves.subspan(k, len), 1.0f);
-            const size_t at = static_cast<size_t>(m_written) + k;
+    if (const auto& dir = m_expect.direction) {
+        const int64_t step = static_cast<int64_t>(m_decoded.size());
+        for (int64_t k = 0; k < n; k += step) {
+            const int64_t len = std::min(step, n - k);
+            const auto values = std::span(m_decoded).first(static_cast<size_t>(len));
+            decodePayload(layout(), std::span(bytes + layout().bytesOf(k), layout().bytesOf(len)),
+                          values);
+            const size_t at = static_cast<size_t>(m_written + k);
             if (at < dir->size())
-                m_cosine.add(piece, std::span(*dir).subspan(at, std::min(len, dir->size() - at)));
+                m_cosine.add(
+                    values, std::span(*dir).subspan(at, std::min(values.size(), dir->size() - at)));
         }
-    m_written += static_cast<int64_t>(n);
+    }
+    m_written += n;
     if (m_written % static_cast<int64_t>(kDecodeChunkHalves) == 0 ||
         m_written == m_expect.parameterCount) {
         m_sumSquares += m_chunkSquares;
@@ -178,7 +198,7 @@ std::optional<Outcome<std::string>> UploadStream::feed(std::span<const uint8_t> 
         return std::nullopt;
     m_payloadHash.update(bytes);
     auto* blockBytes = reinterpret_cast<uint8_t*>(m_block.data());
-    const size_t capacity = m_block.size() * 2;
+    const size_t capacity = m_blockCapacity;
     while (!bytes.empty()) {
         const size_t take = std::min(bytes.size(), capacity - m_blockBytes);
         std::memcpy(blockBytes + m_blockBytes, bytes.data(), take);
@@ -205,8 +225,12 @@ std::optional<Refusal> UploadStream::finish(bool complete) {
                           std::to_string(m_expect.bodyBytes) + " bytes; nothing was counted");
     if (m_expect.accepted || !m_header)
         return internalError("upload state");
-    if ((m_blockBytes % 2) != 0)
-        return refuse(400, "truncated", "odd payload length");
+    // The tail holds exactly the values still missing (whole blocks before it were flushed).
+    if (static_cast<int64_t>(m_blockBytes) != layout().bytesOf(m_expect.parameterCount - m_written))
+        return refuse(400, "truncated",
+                      "the payload is not " + std::to_string(layout().bytes()) +
+                          " bytes of P = " + std::to_string(m_expect.parameterCount) + " " +
+                          net::encodingName(m_expect.encoding) + " values");
     if (auto r = flushBlock())
         return *r;
     if (m_payloadHash.finish() != m_header->payloadSha256)

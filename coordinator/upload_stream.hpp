@@ -1,7 +1,8 @@
 // The checks of one upload's byte stream as it arrives, with no database and no lock: the
-// 128-byte result header (work unit, size, the client's signature, claimed tokens and steps),
-// then the payload, written to a staging file 128 KiB at a time while it is hashed, scanned for
-// NaN/Inf, measured (its norm, and its cosine to the gate's reference direction); at the end
+// 128-byte result header (work unit, encoding, size, the client's signature, claimed tokens and
+// steps), then the payload, written to a staging file about 128 KiB at a time while it is
+// hashed, scanned for NaN/Inf (fp16 values, int8 scales), measured (its norm, and its cosine to
+// the gate's reference direction) through the one decode path (payload_encoding.hpp); at the end
 // the payload's digest and the flush to disk. Memory per upload: the 128 KiB block, never P
 // values: accepted payloads are added to the round sum from their files (round_aggregator.hpp).
 // Result intake (result_intake.cpp) begins and commits uploads around it.
@@ -25,17 +26,21 @@
 
 namespace tandem::coord {
 
-// Payload halves written, scanned and measured per step (128 KiB): scanFp16's block, so the norm
-// adds the same block sums in the same order as a scan of whole 1 MiB chunks.
+// Payload values written, scanned and measured per step (fp16: 128 KiB, scanFp16's block, so the
+// norm adds the same block sums in the same order as a scan of whole 1 MiB chunks; int8: 512
+// blocks, 130 KiB).
 inline constexpr size_t kStageBlockHalves = size_t{1} << 16;
+inline constexpr size_t kStageBlockValues = size_t{1} << 17;  // int8
 
 // What an upload must match, fixed when it begins.
 struct UploadExpectation {
     int64_t workUnitId = 0;
     int64_t parameterCount = 0;  // P
-    std::string modelName;       // for messages
-    int64_t bodyBytes = 0;       // header + 2P
-    int64_t maxTokens = 0;       // what the work unit allows
+    // The only encoding accepted (the run's); another one is refused before any payload byte.
+    uint32_t encoding = net::kEncodingFp16;
+    std::string modelName;  // for messages
+    int64_t bodyBytes = 0;  // header + the payload's bytes in that encoding
+    int64_t maxTokens = 0;  // what the work unit allows
     int maxSteps = 0;
     // A partial result (fewer steps than assigned) needs at least minSteps steps
     // (minResultSteps), and no result claims more than tokensPerStep (B x T) tokens a step.
@@ -66,7 +71,7 @@ class UploadStream {
     UploadStream& operator=(const UploadStream&) = delete;
 
     // Before the first byte of a result not yet accepted: creates the staging file and reserves
-    // the payload's 2P bytes on disk (507 insufficient_storage when the disk cannot hold them).
+    // the payload's bytes on disk (507 insufficient_storage when the disk cannot hold them).
     std::optional<Refusal> open(const std::filesystem::path& stagingFile);
     // The next body bytes. A value means "stop reading and answer this": a refusal, or the
     // stored receipt of an idempotent retry.
@@ -96,6 +101,9 @@ class UploadStream {
   private:
     std::optional<Outcome<std::string>> checkHeader();
     std::optional<Refusal> flushBlock();
+    PayloadLayout layout() const { return {m_expect.encoding, m_expect.parameterCount}; }
+    // Values of a full staging block.
+    int64_t stageValues() const;
     std::optional<Refusal> writeFailed(const char* what, int error);
 
     UploadExpectation m_expect;
@@ -103,12 +111,13 @@ class UploadStream {
     std::optional<net::ResultHeader> m_header;
     net::Sha256Digest m_digest{};
     net::Sha256 m_payloadHash;
-    std::vector<uint16_t> m_block;  // (kStageBlockHalves) arriving halves
+    std::vector<uint16_t> m_block;  // arriving bytes (uint16_t: aligned for fp16)
+    size_t m_blockCapacity = 0;     // bytes of a full block: stageValues() values
     std::vector<float> m_decoded;   // a piece of the block, decoded for the cosine
     size_t m_blockBytes = 0;
-    int64_t m_written = 0;  // halves written and scanned
+    int64_t m_written = 0;  // values written and scanned
     int64_t m_received = 0;
-    // scanFp16's sums: of the blocks of the current 1 MiB chunk, then of the chunks.
+    // The pieces' sums of squares: of the blocks of the current 1 MiB chunk, then of the chunks.
     double m_chunkSquares = 0, m_sumSquares = 0;
     CosineAccumulator m_cosine;
     int m_fd = -1;

@@ -40,10 +40,16 @@ float Coordinator::Impl::startBlendFor(int64_t clientId) {
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds,
                   double uplinkBytesPerSecond) {
     const int64_t resultBytes =
-        static_cast<int64_t>(net::kResultHeaderBytes) + 2 * run.model.parameterCount();
+        static_cast<int64_t>(net::kResultHeaderBytes) +
+        net::resultPayloadBytes(run.resultEncoding, run.model.parameterCount());
     return tandem::innerStepsFor({int64_t{run.batch} * run.seqLen, targetSeconds, run.minInnerSteps,
                                   run.innerSteps, resultBytes},
                                  tokensPerSecond, uplinkBytesPerSecond);
+}
+
+int oldestManifestProtocol(const RunSettings& run) {
+    return run.resultEncoding == net::kEncodingFp16 ? net::kOldestProtocolVersion
+                                                    : net::kResultEncodingProtocol;
 }
 
 int minResultSteps(const RunSettings& run, int innerSteps) {
@@ -159,6 +165,16 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
                               "', which reports " + formatMemory(req.memoryBytes) + " available");
         }
     }
+    // A worker before version 5 would upload fp16 whatever the manifest said (it cannot read
+    // the field): an int8 run has no work for it. The words are the ones a worker shows as a
+    // protocol mismatch (core/problem.cpp).
+    if (run.resultEncoding != net::kEncodingFp16 && req.protocol < net::kResultEncodingProtocol)
+        return refuse(409, "protocol_too_old",
+                      "protocol version " + std::to_string(req.protocol) +
+                          " is not supported by this run: it takes " +
+                          net::encodingName(run.resultEncoding) + " results, stated in version " +
+                          std::to_string(net::kResultEncodingProtocol) +
+                          " manifests; update Tandem on this worker");
     // A unit waiting for its twin goes first (replication.cpp).
     if (auto twin = assignTwin(clientId, requestId))
         return std::move(*twin);
@@ -285,7 +301,8 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     const bool twinWanted = chosenForTwin(run.seed, wuId, cfg.replicateFraction);
     m.startBlend = twinWanted ? 0.0f : startBlend;
     if (twinWanted)
-        m.protocol = net::kOldestProtocolVersion;
+        m.protocol = oldestManifestProtocol(run);
+    m.resultEncoding = run.resultEncoding;
     // Version 4: the same files as blobs, on the coordinator and its mirrors.
     if (m.protocol >= 4) {
         m.weightsUrls = blobUrls(wf.sha256, cfg.mirrors);

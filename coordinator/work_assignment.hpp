@@ -15,10 +15,15 @@ namespace tandem::coord {
 // Inner steps H for a worker: about targetSeconds of its reported throughput, clamped to
 // [minInnerSteps, innerSteps], so fast and slow workers take about the same wall time; the
 // maximum when it reported none (tokensPerSecond <= 0).
-// uplinkBytesPerSecond: the worker's measured uplink (0: unknown); its fp16 result's upload
-// then fits in the next unit (base/unit_sizing.hpp).
+// uplinkBytesPerSecond: the worker's measured uplink (0: unknown); its result's upload (in the
+// run's encoding) then fits in the next unit (base/unit_sizing.hpp).
 int innerStepsFor(const RunSettings& run, double tokensPerSecond, int targetSeconds,
                   double uplinkBytesPerSecond = 0);
+
+// The oldest manifest version every worker of the run reads (a twin's manifest, whose second
+// worker is not known yet): 2 for an fp16 run, 5 for an int8 run (only workers of version 5 and
+// later get its work).
+int oldestManifestProtocol(const RunSettings& run);
 
 // The fewest inner steps a result of a unit of `innerSteps` may have: as many as the shortest
 // unit the run hands out (minInnerSteps), never more than the unit's own H. A worker that stops

@@ -1,6 +1,7 @@
 // Writing the result of a trained unit: results/<id>.result + .json, the result queued.
 #include "result_writer.hpp"
 
+#include "codec_int8.hpp"
 #include "file_io.hpp"
 #include "result_format.hpp"
 
@@ -10,10 +11,38 @@ namespace tandem::core {
 
 namespace fs = std::filesystem;
 
-Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vector<float>& start,
-                           const char* stoppedBy) {
-    const net::Manifest& m = a.manifest;
-    const std::string id = wuKey(m.workUnitId);
+Expected<std::vector<uint8_t>> ResultWriter::encodePayload(net::ResultHeader& h, Backend& backend,
+                                                           const std::vector<float>& start) {
+    if (h.encoding == net::kEncodingInt8) {
+        // No backend encodes int8: the end weights come to the host (from the device, for
+        // CUDA) and are encoded here, as the coordinator decodes them (kernels/codec_int8.hpp).
+        // Host memory: 5P bytes while encoding (the end weights and the values, freed as soon as
+        // done), then about 2P (payload and body) while the moments are saved: below what
+        // memory_estimate.hpp counts for the fp16 result (4P beside a checkpoint's peak).
+        Expected<std::vector<uint8_t>> payload = makeError("int8 encode did not run");
+        {
+            std::vector<int8_t> values(start.size());
+            std::vector<float> scales(static_cast<size_t>(
+                int8BlockCount(static_cast<int64_t>(start.size()), net::kInt8ResultBlock)));
+            {
+                std::vector<float> end(start.size());
+                if (auto st = backend.storeParameters(end); !st) {
+                    return makeError("cannot read the trained weights: " + st.error().message);
+                }
+                auto enc = encodeDeltaInt8(start, end, net::kInt8ResultBlock, values, scales);
+                if (!enc) {
+                    return makeError("the pseudo-gradient is not finite (" + enc.error().message +
+                                     ")");
+                }
+            }
+            payload = net::int8Payload(values, scales);
+        }
+        if (!payload) {
+            return payload.error();
+        }
+        h.saturated = 0;
+        return net::buildResult(h, std::span<const uint8_t>(*payload));
+    }
     std::vector<uint16_t> payload(start.size());
     auto enc = backend.encodePseudoGradient(start, payload);
     if (!enc) {
@@ -23,16 +52,28 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
         return makeError("the pseudo-gradient has " + std::to_string(enc->nonFinite) +
                          " NaN or Inf values");
     }
+    h.saturated = enc->saturated;
+    return net::buildResult(h, payload);
+}
+
+Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vector<float>& start,
+                           const char* stoppedBy) {
+    const net::Manifest& m = a.manifest;
+    const std::string id = wuKey(m.workUnitId);
     net::ResultHeader h;
     h.workUnitId = m.workUnitId;
+    h.encoding = m.resultEncoding;
     h.parameterCount = static_cast<int64_t>(start.size());
     h.tokens = a.tokens;
     h.steps = static_cast<int32_t>(a.step);
     h.lossFirst = a.lossFirst.value_or(0);
     h.lossLast = a.lossLast.value_or(0);
     h.lossMean = a.step > 0 ? static_cast<float>(a.lossSum / static_cast<double>(a.step)) : 0;
-    h.saturated = enc->saturated;
-    const std::vector<uint8_t> body = net::buildResult(h, payload);
+    auto encoded = encodePayload(h, backend, start);
+    if (!encoded) {
+        return encoded.error();
+    }
+    const std::vector<uint8_t> body = std::move(*encoded);
     auto header = net::parseResultHeader(body);
     if (!header) {
         return makeError(header.error().message);

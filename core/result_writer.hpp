@@ -1,4 +1,5 @@
-// The end of a trained unit: its pseudo-gradient (start weights - trained weights, fp16) into
+// The end of a trained unit: its pseudo-gradient (start weights - trained weights, in the
+// manifest's result encoding: fp16 from the backend, or int8 encoded on the host) into
 // results/<id>.result with its header, results/<id>.json beside it, the ledger's Trained, and the
 // result queued for upload (the AdamW moments stay in the backend: UnitRunner).
 // Internal to core/.
@@ -6,6 +7,7 @@
 
 #include "backend.hpp"
 #include "engine_shared.hpp"
+#include "result_format.hpp"
 #include "unit_files.hpp"
 
 #include <vector>
@@ -25,6 +27,10 @@ class ResultWriter {
                  const char* stoppedBy = nullptr);
 
   private:
+    // The whole result (header h, with saturated and the digest filled in, then the payload).
+    static Expected<std::vector<uint8_t>> encodePayload(net::ResultHeader& h, Backend& backend,
+                                                        const std::vector<float>& start);
+
     EngineShared& m_shared;
 };
 

@@ -88,6 +88,13 @@ json manifestBody(const Manifest& m) {
         j["weights"]["urls"] = m.weightsUrls;
     if (m.protocol >= 4 && !m.dataUrls.empty())
         j["data"]["urls"] = m.dataUrls;
+    // Version 5: the result's encoding (the int8 block size stated, though the format fixes it,
+    // so that a worker meets a different one with a clear refusal).
+    if (m.protocol >= kResultEncodingProtocol) {
+        j["result_encoding"] = encodingName(m.resultEncoding);
+        if (m.resultEncoding == kEncodingInt8)
+            j["result_block"] = kInt8ResultBlock;
+    }
     return j;
 }
 
@@ -328,6 +335,20 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
     m.maxUploadBytes = r.integer("max_upload_bytes", 1, kMaxI64);
     if (m.protocol >= 3)
         m.startBlend = static_cast<float>(r.number("start_blend", 0, 1));
+    if (m.protocol >= kResultEncodingProtocol) {
+        const std::string encoding = r.string("result_encoding", 1, 20);
+        const auto known = encodingFromName(encoding);
+        if (!r.failed() && !known)
+            r.fail("manifest: result_encoding '" + encoding +
+                   "' is not supported, expected fp16 or int8");
+        m.resultEncoding = known.value_or(kEncodingFp16);
+        if (known == kEncodingInt8) {
+            const int64_t block = r.integer("result_block", 1, int64_t{1} << 30);
+            if (!r.failed() && block != kInt8ResultBlock)
+                r.fail("manifest: result_block " + std::to_string(block) +
+                       " is not supported, expected " + std::to_string(kInt8ResultBlock));
+        }
+    }
     m.signature = r.signature("signature");
     if (r.failed())
         return r.error();

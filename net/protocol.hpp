@@ -6,6 +6,7 @@
 #include "expected.hpp"
 #include "model_config.hpp"
 #include "optimizer.hpp"
+#include "result_format.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -21,7 +22,13 @@ namespace tandem::net {
 // "urls", content-addressed blobs on the coordinator and its mirrors (/blobs/sha256/<hex>); a
 // worker that asks with 3 gets a version 3 manifest. A worker refuses a manifest of any other
 // version, naming them.
-inline constexpr int kProtocolVersion = 4;
+// 5: the manifest states the result's encoding ("result_encoding": "fp16" or "int8", and for
+// int8 "result_block": 256); a run that takes int8 results gives work only to workers that ask
+// with 5 or later (an older one would upload fp16), and a fp16 run gives a version 4 manifest to
+// a worker that asks with 4.
+inline constexpr int kProtocolVersion = 5;
+// The first manifest version that states the result encoding.
+inline constexpr int kResultEncodingProtocol = 5;
 // At most this many URLs per file in a version 4 manifest (the coordinator's own + mirrors).
 inline constexpr size_t kMaxBlobUrls = 16;
 inline constexpr int kOldestProtocolVersion = 2;
@@ -118,6 +125,9 @@ struct Manifest {
     // pseudo-gradient stays relative to the weights of base_version.
     float startBlend = 0;
     int protocol = kProtocolVersion;  // 2 for a worker that asked with an older version
+    // Version 5: the encoding of the result (kEncodingFp16 or kEncodingInt8, in blocks of
+    // kInt8ResultBlock); fp16 below version 5.
+    uint32_t resultEncoding = kEncodingFp16;
     std::string uploadUrl;
     int64_t maxUploadBytes = 0;
     Signature signature{};  // Ed25519 over signingText()

@@ -1,5 +1,6 @@
 #include "result_format.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -21,6 +22,26 @@ T get(const uint8_t* in, size_t offset) {
 }
 
 }  // namespace
+
+int64_t resultPayloadBytes(uint32_t encoding, int64_t parameterCount) {
+    if (encoding == kEncodingFp16)
+        return 2 * parameterCount;
+    if (encoding == kEncodingInt8)
+        return parameterCount + 4 * ((parameterCount + kInt8ResultBlock - 1) / kInt8ResultBlock);
+    return 0;
+}
+
+const char* encodingName(uint32_t encoding) {
+    return encoding == kEncodingFp16 ? "fp16" : encoding == kEncodingInt8 ? "int8" : "unknown";
+}
+
+std::optional<uint32_t> encodingFromName(std::string_view name) {
+    if (name == "fp16")
+        return kEncodingFp16;
+    if (name == "int8")
+        return kEncodingInt8;
+    return std::nullopt;
+}
 
 std::array<uint8_t, kResultHeaderBytes> serializeResultHeader(const ResultHeader& h) {
     std::array<uint8_t, kResultHeaderBytes> out{};
@@ -52,9 +73,9 @@ Expected<ResultHeader> parseResultHeader(std::span<const uint8_t> bytes) {
         return makeError("result format version " + std::to_string(h.formatVersion) +
                          " is not supported, expected " + std::to_string(kResultFormatVersion));
     h.encoding = get<uint32_t>(p, 12);
-    if (h.encoding != kEncodingFp16)
+    if (h.encoding != kEncodingFp16 && h.encoding != kEncodingInt8)
         return makeError("result encoding " + std::to_string(h.encoding) +
-                         " is not supported, expected 1 (fp16)");
+                         " is not supported, expected 1 (fp16) or 2 (int8)");
     h.workUnitId = get<int64_t>(p, 16);
     h.parameterCount = get<int64_t>(p, 24);
     h.tokens = get<int64_t>(p, 32);
@@ -77,6 +98,9 @@ Expected<ResultHeader> parseResultHeader(std::span<const uint8_t> bytes) {
     if (h.saturated < 0 || h.saturated > h.parameterCount)
         return makeError("result header: saturated count " + std::to_string(h.saturated) +
                          " is outside [0, parameter count]");
+    if (h.encoding == kEncodingInt8 && h.saturated != 0)
+        return makeError("result header: an int8 result saturates nothing, but its header counts " +
+                         std::to_string(h.saturated) + " saturated values");
     if (!std::isfinite(h.lossFirst) || !std::isfinite(h.lossLast) || !std::isfinite(h.lossMean))
         return makeError("result header: a loss statistic is not finite");
     for (size_t i = 96; i < kResultHeaderBytes; ++i)
@@ -91,16 +115,53 @@ Sha256Digest resultDigest(const ResultHeader& header) {
     return sha256(std::span<const uint8_t>(bytes));
 }
 
-std::vector<uint8_t> buildResult(ResultHeader header, std::span<const uint16_t> payload) {
-    header.parameterCount = static_cast<int64_t>(payload.size());
-    std::span<const uint8_t> payloadBytes(reinterpret_cast<const uint8_t*>(payload.data()),
-                                          payload.size() * 2);
-    header.payloadSha256 = sha256(payloadBytes);
+namespace {
+
+std::vector<uint8_t> headerThenPayload(ResultHeader header, std::span<const uint8_t> payload) {
+    header.payloadSha256 = sha256(payload);
     auto head = serializeResultHeader(header);
-    std::vector<uint8_t> out(head.size() + payloadBytes.size());
+    std::vector<uint8_t> out(head.size() + payload.size());
     std::memcpy(out.data(), head.data(), head.size());
-    if (!payloadBytes.empty())
-        std::memcpy(out.data() + head.size(), payloadBytes.data(), payloadBytes.size());
+    if (!payload.empty())
+        std::memcpy(out.data() + head.size(), payload.data(), payload.size());
+    return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> buildResult(ResultHeader header, std::span<const uint16_t> payload) {
+    header.encoding = kEncodingFp16;
+    header.parameterCount = static_cast<int64_t>(payload.size());
+    return headerThenPayload(
+        header, std::span(reinterpret_cast<const uint8_t*>(payload.data()), payload.size() * 2));
+}
+
+Expected<std::vector<uint8_t>> buildResult(ResultHeader header, std::span<const uint8_t> payload) {
+    const int64_t expected = header.payloadBytes();
+    if (expected <= 0 || static_cast<int64_t>(payload.size()) != expected)
+        return makeError("result payload: " + std::to_string(payload.size()) + " bytes, expected " +
+                         std::to_string(expected) + " for " +
+                         std::to_string(header.parameterCount) + " values in encoding " +
+                         encodingName(header.encoding));
+    return headerThenPayload(header, payload);
+}
+
+Expected<std::vector<uint8_t>> int8Payload(std::span<const int8_t> values,
+                                           std::span<const float> scales) {
+    const int64_t n = static_cast<int64_t>(values.size());
+    const int64_t blocks = (n + kInt8ResultBlock - 1) / kInt8ResultBlock;
+    if (static_cast<int64_t>(scales.size()) != blocks)
+        return makeError("int8 payload: " + std::to_string(scales.size()) + " scales for " +
+                         std::to_string(n) + " values, expected " + std::to_string(blocks));
+    std::vector<uint8_t> out(static_cast<size_t>(resultPayloadBytes(kEncodingInt8, n)));
+    uint8_t* at = out.data();
+    for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t lo = b * kInt8ResultBlock;
+        const int64_t len = std::min<int64_t>(kInt8ResultBlock, n - lo);
+        std::memcpy(at, &scales[static_cast<size_t>(b)], 4);
+        std::memcpy(at + 4, values.data() + lo, static_cast<size_t>(len));
+        at += 4 + len;
+    }
     return out;
 }
 

@@ -1,11 +1,16 @@
 // The binary result a worker uploads with PUT /v1/results/{id}: a fixed 128-byte header, then the
-// payload (P fp16 values of delta = theta_start - theta_end).
+// payload, delta = theta_start - theta_end (P values) in one of two encodings:
+//   1 fp16: P halves (2P bytes).
+//   2 int8: NB = ceil(P / 256) blocks of 256 values (the last one may be shorter), each an f32
+//     scale followed by its int8 values, q = round(x / scale) (kernels/codec_int8.hpp); P + 4 NB
+//     bytes. Scale and values side by side, so a block can be decoded as soon as it has arrived.
 //
 // Header (little endian):
-//   0  char[8] magic "TNDMRSLT"      8 u32 format version (1)     12 u32 encoding (1 = fp16)
+//   0  char[8] magic "TNDMRSLT"      8 u32 format version (1)     12 u32 encoding (1 fp16, 2 int8)
 //   16 i64 work unit id              24 i64 parameter count P     32 i64 tokens trained
 //   40 i32 inner steps               44 f32 first loss            48 f32 last loss
-//   52 f32 mean loss                 56 i64 values saturated to +-65504 by the encoder
+//   52 f32 mean loss                 56 i64 values saturated to +-65504 by the encoder (fp16;
+//                                            always 0 for int8, whose absmax scale cannot overflow)
 //   64 u8[32] SHA-256 of the payload                96 u8[32] reserved, zero
 //
 // The result digest is SHA-256 of the 128 header bytes (which include the payload's SHA-256); the
@@ -19,7 +24,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace tandem::net {
@@ -27,7 +34,18 @@ namespace tandem::net {
 inline constexpr std::array<char, 8> kResultMagic = {'T', 'N', 'D', 'M', 'R', 'S', 'L', 'T'};
 inline constexpr uint32_t kResultFormatVersion = 1;
 inline constexpr uint32_t kEncodingFp16 = 1;
+inline constexpr uint32_t kEncodingInt8 = 2;
+// Values per scale of an int8 result: fixed by the format (a manifest states it as
+// "result_block", and a worker refuses any other).
+inline constexpr int kInt8ResultBlock = 256;
 inline constexpr size_t kResultHeaderBytes = 128;
+
+// Payload bytes of P values in an encoding; 0 for an unknown encoding.
+int64_t resultPayloadBytes(uint32_t encoding, int64_t parameterCount);
+// "fp16", "int8"; "unknown" for any other.
+const char* encodingName(uint32_t encoding);
+// The encoding of a name ("fp16", "int8"); none for any other.
+std::optional<uint32_t> encodingFromName(std::string_view name);
 
 struct ResultHeader {
     uint32_t formatVersion = kResultFormatVersion;
@@ -40,20 +58,29 @@ struct ResultHeader {
     int64_t saturated = 0;
     Sha256Digest payloadSha256{};
 
-    int64_t payloadBytes() const { return parameterCount * 2; }
+    int64_t payloadBytes() const { return resultPayloadBytes(encoding, parameterCount); }
     int64_t totalBytes() const { return static_cast<int64_t>(kResultHeaderBytes) + payloadBytes(); }
     bool operator==(const ResultHeader&) const = default;
 };
 
 std::array<uint8_t, kResultHeaderBytes> serializeResultHeader(const ResultHeader& header);
 // Errors say what was found and what was expected (magic, version, encoding, sizes, reserved
-// bytes, non-finite losses).
+// bytes, non-finite losses, a saturated count in an int8 result).
 Expected<ResultHeader> parseResultHeader(std::span<const uint8_t> bytes);
 
 // SHA-256 of the serialized header: what the client signs.
 Sha256Digest resultDigest(const ResultHeader& header);
 
-// A whole result: header with payloadSha256 filled in, then the payload.
+// A whole fp16 result: header (encoding and P set from the payload, payloadSha256 filled in),
+// then the payload.
 std::vector<uint8_t> buildResult(ResultHeader header, std::span<const uint16_t> payload);
+// A whole result of header.encoding and header.parameterCount: payload must hold
+// header.payloadBytes() bytes (an error otherwise); payloadSha256 is filled in.
+Expected<std::vector<uint8_t>> buildResult(ResultHeader header, std::span<const uint8_t> payload);
+
+// The int8 payload of values (P) and scales (ceil(P / kInt8ResultBlock)): blocks of a scale and
+// its values. Sizes must agree (an error otherwise).
+Expected<std::vector<uint8_t>> int8Payload(std::span<const int8_t> values,
+                                           std::span<const float> scales);
 
 }  // namespace tandem::net

@@ -120,6 +120,8 @@ class TestCoordinator {
     bool ok() const { return m_error.empty() && m_coord; }
     const std::string& error() const { return m_error; }
     coord::Coordinator& coordinator() { return *m_coord; }
+    // What the next open() starts with (a restart with other options).
+    coord::CoordinatorConfig& config() { return m_cfg; }
     int port() const { return m_server ? m_server->port() : 0; }
     const coord::TlsFiles& tls() const { return m_tls; }
     const std::filesystem::path& stateDir() const { return m_cfg.stateDir; }
@@ -182,6 +184,28 @@ inline BuiltResult buildResult(const net::Manifest& m, const std::vector<uint16_
     h.lossMean = 4.0f;
     BuiltResult out;
     out.body = net::buildResult(h, payload);
+    out.header = *net::parseResultHeader(out.body);
+    out.signature = net::toBase64(key.sign(net::resultDigest(out.header)));
+    return out;
+}
+
+// The same for a payload already in its encoding's bytes (net/result_format.hpp).
+inline BuiltResult buildEncodedResult(const net::Manifest& m, uint32_t encoding,
+                                      const std::vector<uint8_t>& payload,
+                                      const net::SigningKey& key, int64_t tokens = 0) {
+    net::ResultHeader h;
+    h.workUnitId = m.workUnitId;
+    h.encoding = encoding;
+    h.parameterCount = static_cast<int64_t>(
+        encoding == net::kEncodingFp16 ? payload.size() / 2
+                                       : payload.size() - 4 * ((payload.size() + 259) / 260));
+    h.tokens = tokens > 0 ? tokens : int64_t{m.innerSteps} * m.batch * m.seqLen;
+    h.steps = m.innerSteps;
+    h.lossFirst = 5.5f;
+    h.lossLast = 3.0f;
+    h.lossMean = 4.0f;
+    BuiltResult out;
+    out.body = net::buildResult(h, std::span<const uint8_t>(payload)).value();
     out.header = *net::parseResultHeader(out.body);
     out.signature = net::toBase64(key.sign(net::resultDigest(out.header)));
     return out;

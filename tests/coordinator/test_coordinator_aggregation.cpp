@@ -1,7 +1,8 @@
 // Aggregation and the outer step, end to end through the Coordinator (no HTTP): hand-made fp16
-// deltas with chosen token counts, a stale result with reduced weight, uploads fed in odd-sized
-// pieces, a restart in the middle of a round. The oracle decodes halves with its own code and
-// recomputes DESIGN.md §3 in float (bit-exact comparison) and in double (tolerance).
+// (or int8, in a run with that result encoding) deltas with chosen token counts, a stale result
+// with reduced weight, uploads fed in odd-sized pieces, a restart in the middle of a round. The
+// oracle decodes halves and int8 blocks with its own code and recomputes DESIGN.md §3 in float
+// (bit-exact comparison) and in double (tolerance).
 //
 // Dimensions: P parameters.
 #include "harness.hpp"
@@ -39,8 +40,48 @@ std::vector<uint16_t> randomDelta(int64_t P, uint64_t seed, int maxExponent) {
     return d;
 }
 
+std::vector<double> decodeHalves(const std::vector<uint16_t>& halves) {
+    std::vector<double> out;
+    for (uint16_t h : halves)
+        out.push_back(decodeHalf(h));
+    return out;
+}
+
+// A delta in a result encoding: its payload bytes and the values they stand for, exactly.
+struct EncodedDelta {
+    std::vector<uint8_t> bytes;
+    std::vector<double> values;
+};
+
+// fp16: randomDelta's halves. int8 (written here by hand): blocks of an f32 scale between about
+// 2^-(maxExponent + 5) and 2^-5 (values up to about 6, as the halves') and 256 values in
+// [-127, 127]; value = q x scale, exact in double.
+EncodedDelta encodedDelta(uint32_t encoding, int64_t P, uint64_t seed, int maxExponent) {
+    EncodedDelta d;
+    if (encoding == net::kEncodingFp16) {
+        const auto halves = randomDelta(P, seed, maxExponent);
+        const auto* raw = reinterpret_cast<const uint8_t*>(halves.data());
+        d.bytes.assign(raw, raw + 2 * halves.size());
+        d.values = decodeHalves(halves);
+        return d;
+    }
+    Rng rng(seed);
+    for (int64_t lo = 0; lo < P; lo += 256) {
+        const float scale = std::ldexp(static_cast<float>(rng.uniform()) + 0.5f,
+                                       -5 - static_cast<int>(rng.below(uint64_t(maxExponent))));
+        const auto* raw = reinterpret_cast<const uint8_t*>(&scale);
+        d.bytes.insert(d.bytes.end(), raw, raw + 4);
+        for (int64_t i = lo; i < std::min<int64_t>(P, lo + 256); ++i) {
+            const int q = static_cast<int>(rng.below(255)) - 127;
+            d.bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
+            d.values.push_back(double(q) * double(scale));
+        }
+    }
+    return d;
+}
+
 struct Contribution {
-    std::vector<uint16_t> delta;
+    std::vector<double> delta;  // exact values
     double weight;
     // For a late result: the weights it was trained from (float and double oracle).
     const std::vector<float>* baseF = nullptr;
@@ -61,7 +102,7 @@ struct Oracle {
         std::vector<double> sumD(P, 0.0);
         for (auto& c : parts)
             for (size_t i = 0; i < P; ++i) {
-                const double x = decodeHalf(c.delta[i]);
+                const double x = c.delta[i];
                 sumF[i] = sumF[i] + static_cast<float>(c.weight) * static_cast<float>(x);
                 sumD[i] += c.weight * x;
             }
@@ -150,14 +191,20 @@ class TestCoordinatorAggregation : public QObject {
   private slots:
     void roundsGiveExactlyTheExpectedWeights_data() {
         QTest::addColumn<bool>("backgroundThreads");
-        QTest::newRow("commit adds, commit closes") << false;
+        QTest::addColumn<uint32_t>("encoding");
+        QTest::newRow("commit adds, commit closes") << false << net::kEncodingFp16;
         // The aggregator thread adds the stored payloads, the ticker closes the round.
-        QTest::newRow("aggregator thread, ticker closes") << true;
+        QTest::newRow("aggregator thread, ticker closes") << true << net::kEncodingFp16;
+        // A run with int8 results (--result-encoding int8): the same sums from int8 blocks.
+        QTest::newRow("int8, commit adds") << false << net::kEncodingInt8;
+        QTest::newRow("int8, aggregator thread") << true << net::kEncodingInt8;
     }
     void roundsGiveExactlyTheExpectedWeights() {
         QFETCH(bool, backgroundThreads);
+        QFETCH(uint32_t, encoding);
         coord::CoordinatorConfig cfg = smallRun(OuterConfig{0.5f, 0.75f});
         cfg.backgroundThreads = backgroundThreads;
+        cfg.resultEncoding = encoding;
         TestCoordinator t(cfg, /*withServer=*/false);
         QVERIFY2(t.ok(), t.error().c_str());
         coord::Coordinator* c = &t.coordinator();
@@ -171,11 +218,16 @@ class TestCoordinatorAggregation : public QObject {
         auto b = registerDirect(*c, "b");
         auto cc = registerDirect(*c, "c");
         auto wuA = work(*c, a), wuB = work(*c, b), wuC = work(*c, cc);
-        const auto dA = randomDelta(P, 1, 18), dB = randomDelta(P, 2, 18),
-                   dC = randomDelta(P, 3, 18);
+        QCOMPARE(wuA.resultEncoding, encoding);
+        QCOMPARE(wuA.maxUploadBytes,
+                 int64_t(net::kResultHeaderBytes) +
+                     (encoding == net::kEncodingFp16 ? 2 * P : P + 4 * ((P + 255) / 256)));
+        const auto eA = encodedDelta(encoding, P, 1, 18), eB = encodedDelta(encoding, P, 2, 18),
+                   eC = encodedDelta(encoding, P, 3, 18);
+        const auto &dA = eA.values, &dB = eB.values, &dC = eC.values;
 
-        auto rA = buildResult(wuA, dA, a.key, 32);
-        auto rB = buildResult(wuB, dB, b.key, 96);
+        auto rA = buildEncodedResult(wuA, encoding, eA.bytes, a.key, 32);
+        auto rB = buildEncodedResult(wuB, encoding, eB.bytes, b.key, 96);
         auto receiptA = net::Receipt::fromJson(uploadInPieces(*c, a, rA, 11));
         QVERIFY(receiptA.ok());
         QCOMPARE(receiptA->weight, 32.0);
@@ -191,7 +243,7 @@ class TestCoordinatorAggregation : public QObject {
         QCOMPARE(c->velocity(), oracle.velF);
 
         // Round 1: C's result is one version old (weight 128 x 0.5); then a restart mid-round.
-        auto rC = buildResult(wuC, dC, cc.key, 128);
+        auto rC = buildEncodedResult(wuC, encoding, eC.bytes, cc.key, 128);
         auto receiptC = net::Receipt::fromJson(uploadInPieces(*c, cc, rC, 13));
         QVERIFY(receiptC.ok());
         QCOMPARE(receiptC->round, 1);
@@ -213,8 +265,9 @@ class TestCoordinatorAggregation : public QObject {
         // default 100-step warmup.
         QCOMPARE(wuA2.lrStartStep, int64_t(4));
         QCOMPARE(wuA2.learningRate(0), cfg.innerPeakLr * 5 / 100);
-        const auto dA2 = randomDelta(P, 4, 16);
-        auto rA2 = buildResult(wuA2, dA2, a.key, 64);
+        const auto eA2 = encodedDelta(encoding, P, 4, 16);
+        const auto& dA2 = eA2.values;
+        auto rA2 = buildEncodedResult(wuA2, encoding, eA2.bytes, a.key, 64);
         QVERIFY(net::Receipt::fromJson(uploadInPieces(*c, a, rA2, 15)).ok());
         QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(2), 30000);
         oracle.round({{dC, 64, &theta0F, &theta0D}, {dA2, 64}});
@@ -375,9 +428,10 @@ class TestCoordinatorAggregation : public QObject {
         QTRY_COMPARE_WITH_TIMEOUT(c->currentVersion(), int64_t(1), 30000);
         std::vector<Contribution> inAcceptanceOrder, inUnitOrder;
         for (int k = 0; k < 4; ++k)
-            inAcceptanceOrder.push_back({deltas[size_t(order[k])], weights[order[k]]});
+            inAcceptanceOrder.push_back(
+                {decodeHalves(deltas[size_t(order[k])]), weights[order[k]]});
         for (int i = 0; i < 4; ++i)
-            inUnitOrder.push_back({deltas[size_t(i)], weights[i]});
+            inUnitOrder.push_back({decodeHalves(deltas[size_t(i)]), weights[i]});
         accepted.round(inAcceptanceOrder);
         byUnit.round(inUnitOrder);
         QVERIFY(accepted.thetaF != byUnit.thetaF);
@@ -406,7 +460,7 @@ class TestCoordinatorAggregation : public QObject {
             net::Receipt::fromJson(uploadInPieces(c, a, buildResult(wuA, dA, a.key, 64), 2)).ok());
         QVERIFY(
             net::Receipt::fromJson(uploadInPieces(c, b, buildResult(wuB, dB, b.key, 64), 3)).ok());
-        oracle.round({{dA, 64}, {dB, 64}});
+        oracle.round({{decodeHalves(dA), 64}, {decodeHalves(dB), 64}});
         QCOMPARE(c.weights(), oracle.thetaF);
     }
 };

@@ -281,6 +281,34 @@ class TestCoordinatorReplication : public QObject {
         QVERIFY(f.request(a, 0).ok());
     }
 
+    // An int8 run's twins: the held payload is the int8 one, and the pair's distance is read
+    // from both files through the run's layout. The same int8 values at 3x the scale differ by
+    // ||3a - a|| / ||3a|| = 2/3, exactly.
+    void int8TwinsAreCompared() {
+        auto config = twinConfig(1);
+        config.resultEncoding = net::kEncodingInt8;
+        DirectCoordinator f(config);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const int64_t P = f.coordinator().parameterCount();
+        auto a = f.registerClient("a"), b = f.registerClient("b");
+        const auto u1 = f.work(a), t1 = f.work(b);
+        QCOMPARE(t1.resultEncoding, net::kEncodingInt8);
+        std::vector<int8_t> values(static_cast<size_t>(P));
+        for (int64_t i = 0; i < P; ++i)
+            values[size_t(i)] = static_cast<int8_t>(40 * (i % 7 - 3));
+        const std::vector<float> scale1((size_t(P) + 255) / 256, 1.0f / 4096);
+        const std::vector<float> scale3(scale1.size(), 3.0f / 4096);
+        const auto pa = net::int8Payload(values, scale1).value();
+        const auto pb = net::int8Payload(values, scale3).value();
+        QCOMPARE(codeOf(f.upload(a, buildEncodedResult(u1, net::kEncodingInt8, pa, a.key))),
+                 std::string("awaiting_replica"));
+        QVERIFY(f.readStateFile("held/" + std::to_string(u1.workUnitId) + ".f16") == pa);
+        auto second = f.upload(b, buildEncodedResult(t1, net::kEncodingInt8, pb, b.key));
+        QCOMPARE(codeOf(second), std::string("replica_mismatch"));
+        QVERIFY2(second.refusal().message.find("differ by 0.6667") != std::string::npos,
+                 second.refusal().message.c_str());
+    }
+
     void strikesBlockAClient() {
         DirectCoordinator f(twinConfig());
         QVERIFY2(f.t().ok(), f.t().error().c_str());

@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -64,17 +65,76 @@ Result makeResult(const net::SigningKey& key, int64_t workUnit, const std::vecto
     return r;
 }
 
+// A hand-made int8 payload (net/result_format.hpp, written here without its helpers): blocks of
+// 256 values, each an f32 scale then its int8 values; the last block shorter.
+struct Int8Payload {
+    std::vector<int8_t> values;
+    std::vector<float> scales;
+    std::vector<uint8_t> bytes;
+    // value i as q x scale in double: exact, so rounding it to float is the one rounding a
+    // decoder may make.
+    double value(int64_t i) const {
+        return static_cast<double>(values[size_t(i)]) *
+               static_cast<double>(scales[size_t(i / 256)]);
+    }
+};
+
+Int8Payload randomInt8Payload(int64_t P, uint64_t seed) {
+    Rng rng(seed);
+    Int8Payload p;
+    p.values.resize(size_t(P));
+    for (auto& q : p.values)
+        q = static_cast<int8_t>(static_cast<int>(rng.below(255)) - 127);
+    p.scales.resize(size_t((P + 255) / 256));
+    for (size_t b = 0; b < p.scales.size(); ++b)  // many magnitudes; one block of zeros
+        p.scales[b] = b == 1 ? 0.0f : std::ldexp(float(rng.uniform()) + 0.5f, -int(rng.below(20)));
+    for (size_t b = 0; b < p.scales.size(); ++b) {
+        const auto* s = reinterpret_cast<const uint8_t*>(&p.scales[b]);
+        p.bytes.insert(p.bytes.end(), s, s + 4);
+        const size_t lo = b * 256, hi = std::min(size_t(P), lo + 256);
+        for (size_t i = lo; i < hi; ++i)
+            p.bytes.push_back(static_cast<uint8_t>(p.values[i]));
+    }
+    return p;
+}
+
+Result makeInt8Result(const net::SigningKey& key, int64_t workUnit, int64_t P,
+                      const std::vector<uint8_t>& bytes, int64_t saturated = 0) {
+    net::ResultHeader h;
+    h.workUnitId = workUnit;
+    h.encoding = net::kEncodingInt8;
+    h.parameterCount = P;
+    h.tokens = 640;
+    h.steps = 10;
+    h.lossFirst = 5.0f;
+    h.lossLast = 3.0f;
+    h.lossMean = 4.0f;
+    h.saturated = saturated;
+    h.payloadSha256 = net::sha256(std::span<const uint8_t>(bytes));
+    Result r;
+    const auto head = net::serializeResultHeader(h);
+    r.body.assign(head.begin(), head.end());
+    r.body.insert(r.body.end(), bytes.begin(), bytes.end());
+    r.header = h;
+    r.signature = key.sign(net::resultDigest(h));
+    return r;
+}
+
 struct Fixture {
     QTemporaryDir dir;
     net::SigningKey key = net::SigningKey::generate().value();
     int64_t clock = 100;
 
-    UploadExpectation expect(int64_t P, const net::Signature& signature) {
+    UploadExpectation expect(int64_t P, const net::Signature& signature,
+                             uint32_t encoding = net::kEncodingFp16) {
         UploadExpectation e;
         e.workUnitId = 7;
         e.parameterCount = P;
+        e.encoding = encoding;
         e.modelName = "test model";
-        e.bodyBytes = static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P;
+        // Written out: 2 bytes a value, or a value's byte and 4 per 256 values.
+        e.bodyBytes = static_cast<int64_t>(net::kResultHeaderBytes) +
+                      (encoding == net::kEncodingFp16 ? 2 * P : P + 4 * ((P + 255) / 256));
         e.maxTokens = 640;
         e.maxSteps = 10;
         e.clientKey = key.publicKey();
@@ -108,8 +168,8 @@ std::optional<Outcome<std::string>> feedAll(UploadStream& s, std::span<const uin
 }
 
 // The refusal of a stream that took `body` whole and was then finished.
-Refusal refusalOf(Fixture& f, const Result& r, int64_t P) {
-    UploadStream s(f.expect(P, r.signature));
+Refusal refusalOf(Fixture& f, const Result& r, int64_t P, uint32_t encoding = net::kEncodingFp16) {
+    UploadStream s(f.expect(P, r.signature, encoding));
     if (auto refused = s.open(f.staging()))
         return *refused;
     if (auto answer = feedAll(s, r.body))
@@ -172,7 +232,8 @@ class TestCoordinatorUploadStream : public QObject {
             QVERIFY(staged ==
                     std::vector<uint8_t>(r.body.begin() + net::kResultHeaderBytes, r.body.end()));
             // Read back as the aggregator does: the halves' exact values, chunk by chunk.
-            auto reader = PayloadReader::open(f.staging(), P, r.header.payloadSha256);
+            auto reader =
+                PayloadReader::open(f.staging(), {net::kEncodingFp16, P}, r.header.payloadSha256);
             QVERIFY(reader.ok());
             int64_t at = 0;
             bool exact = true;
@@ -202,7 +263,8 @@ class TestCoordinatorUploadStream : public QObject {
             io.seekp(1000);
             io.put('\x55');
         }
-        auto damaged = PayloadReader::open(f.staging(), P, r.header.payloadSha256);
+        auto damaged =
+            PayloadReader::open(f.staging(), {net::kEncodingFp16, P}, r.header.payloadSha256);
         QVERIFY(damaged.ok());
         Expected<std::span<const float>> last = damaged->next();
         while (last.ok() && !last->empty())
@@ -211,13 +273,121 @@ class TestCoordinatorUploadStream : public QObject {
         QVERIFY2(last.error().message.find("does not match its SHA-256") != std::string::npos,
                  last.error().message.c_str());
         std::filesystem::resize_file(f.staging(), 2 * P - 2);
-        auto shortFile = PayloadReader::open(f.staging(), P);
+        auto shortFile = PayloadReader::open(f.staging(), {net::kEncodingFp16, P});
         last = shortFile->next();
         while (last.ok() && !last->empty())
             last = shortFile->next();
         QVERIFY(!last.ok());
         QVERIFY2(last.error().message.find("ends after") != std::string::npos,
                  last.error().message.c_str());
+    }
+
+    // An int8 upload (hand-made payload) across stage blocks and decode chunks: staged byte for
+    // byte, its norm and cosine against an independent decode, read back exactly.
+    void stagesInt8() {
+        Fixture f;
+        const int64_t P = (int64_t{1} << 19) + 1000;  // a decode chunk, then 3 blocks and 232
+        const Int8Payload payload = randomInt8Payload(P, 21);
+        QCOMPARE(int64_t(payload.bytes.size()), P + 4 * 2052);
+        const auto r = makeInt8Result(f.key, 7, P, payload.bytes);
+        Rng rng(6);
+        auto direction = std::make_shared<std::vector<float>>(static_cast<size_t>(P));
+        for (auto& v : *direction)
+            v = static_cast<float>(rng.uniform() - 0.5);
+        auto e = f.expect(P, r.signature, net::kEncodingInt8);
+        e.direction = direction;
+        UploadStream s(e);
+        QVERIFY(!s.open(f.staging()));
+        QCOMPARE(std::filesystem::file_size(f.staging()), uintmax_t(payload.bytes.size()));
+        const auto answer = feedAll(s, r.body);
+        QVERIFY2(!answer, answer ? answer->refusal().message.c_str() : "");
+        const auto refused = s.finish(true);
+        QVERIFY2(!refused, refused ? refused->message.c_str() : "");
+        QVERIFY(s.header() == r.header);
+        double sumSquares = 0, ab = 0, bb = 0;
+        std::vector<float> decoded(static_cast<size_t>(P));
+        for (int64_t i = 0; i < P; ++i) {
+            const double x = payload.value(i), y = (*direction)[size_t(i)];
+            decoded[size_t(i)] = static_cast<float>(x);
+            sumSquares += x * x;
+            ab += x * y;
+            bb += y * y;
+        }
+        QVERIFY(sumSquares > 0);
+        QVERIFY(std::abs(s.norm() - std::sqrt(sumSquares)) <= 1e-12 * std::sqrt(sumSquares));
+        QCOMPARE(s.cosine(), cosineSimilarity(decoded, *direction));
+        QVERIFY(std::abs(*s.cosine() - ab / std::sqrt(sumSquares * bb)) < 1e-9);
+        std::ifstream in(f.staging(), std::ios::binary);
+        const std::vector<uint8_t> staged{std::istreambuf_iterator<char>(in), {}};
+        QVERIFY(staged == payload.bytes);
+        auto reader =
+            PayloadReader::open(f.staging(), {net::kEncodingInt8, P}, r.header.payloadSha256);
+        QVERIFY(reader.ok());
+        int64_t at = 0;
+        bool exact = true;
+        auto chunk = reader->next();
+        for (; chunk.ok() && !chunk->empty(); chunk = reader->next()) {
+            QCOMPARE(reader->offset(), at);
+            for (float v : *chunk)
+                exact = exact && v == decoded[size_t(at++)];
+        }
+        QVERIFY2(chunk.ok(), chunk.ok() ? "" : chunk.error().message.c_str());
+        QCOMPARE(at, P);
+        QVERIFY(exact);
+        // A file cut inside the last block is refused by the reader.
+        s.releaseStagingFile();
+        std::filesystem::resize_file(f.staging(), payload.bytes.size() - 7);
+        auto cut = PayloadReader::open(f.staging(), {net::kEncodingInt8, P});
+        Expected<std::span<const float>> last = cut->next();
+        while (last.ok() && !last->empty())
+            last = cut->next();
+        QVERIFY(!last.ok());
+        QVERIFY2(last.error().message.find("ends after") != std::string::npos,
+                 last.error().message.c_str());
+    }
+
+    // Bad int8 input: a NaN or negative scale, the other encoding either way round, a count of
+    // saturated values, a cut body. Each refused, nothing staged.
+    void int8Refusals() {
+        Fixture f;
+        const int64_t P = 1000;
+        Int8Payload payload = randomInt8Payload(P, 22);
+        auto expectRefusal = [&](const Result& r, uint32_t encoding, int status,
+                                 const std::string& code, const std::string& part) {
+            const Refusal refusal = refusalOf(f, r, P, encoding);
+            QCOMPARE(refusal.httpStatus, status);
+            QCOMPARE(refusal.code, code);
+            QVERIFY2(refusal.message.find(part) != std::string::npos, refusal.message.c_str());
+            QVERIFY(!std::filesystem::exists(f.staging()));
+        };
+        auto withScale = [&](size_t block, float scale) {
+            std::vector<uint8_t> bytes = payload.bytes;
+            std::memcpy(bytes.data() + block * 260, &scale, 4);
+            return makeInt8Result(f.key, 7, P, bytes);
+        };
+        expectRefusal(withScale(3, std::nanf("")), net::kEncodingInt8, 422, "non_finite",
+                      "1 NaN, Inf or negative int8 scale(s) among parameters 0..999");
+        expectRefusal(withScale(0, -INFINITY), net::kEncodingInt8, 422, "non_finite", "int8 scale");
+        expectRefusal(withScale(2, -0.5f), net::kEncodingInt8, 422, "non_finite", "negative");
+        // An int8 body for an fp16 run, and an fp16 body for an int8 run.
+        const auto int8Result = makeInt8Result(f.key, 7, P, payload.bytes);
+        expectRefusal(int8Result, net::kEncodingFp16, 422, "wrong_encoding",
+                      "encoded as int8; this run takes fp16 results");
+        expectRefusal(makeResult(f.key, 7, randomPayload(P, 23)), net::kEncodingInt8, 422,
+                      "wrong_encoding", "encoded as fp16; this run takes int8 results");
+        expectRefusal(makeInt8Result(f.key, 7, P, payload.bytes, 3), net::kEncodingInt8, 400,
+                      "bad_header", "an int8 result saturates nothing");
+        {
+            UploadStream s(f.expect(P, int8Result.signature, net::kEncodingInt8));
+            QVERIFY(!s.open(f.staging()));
+            QVERIFY(!feedAll(s, std::span(int8Result.body).first(int8Result.body.size() - 100)));
+            const auto refused = s.finish(true);
+            QCOMPARE(refused->code, std::string("truncated"));
+            QVERIFY2(refused->message.find("after 1044 of 1144 bytes") != std::string::npos,
+                     refused->message.c_str());
+        }
+        QVERIFY(!std::filesystem::exists(f.staging()));
+        expectRefusal(int8Result, net::kEncodingInt8, 200, "accepted", "");
     }
 
     void headerChecks() {

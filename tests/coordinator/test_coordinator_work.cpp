@@ -8,6 +8,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 using namespace tandem;
 using namespace tandem::testing;
 
@@ -62,6 +64,13 @@ class TestCoordinatorWork : public QObject {
         // In 2,000 s: 68.75, capped at the maximum.
         QCOMPARE(coord::innerStepsFor(s, 1.0, 100, resultBytes / 2000), 8);
         QCOMPARE(coord::innerStepsFor(s, 1.0, 100, 0), 3);  // unknown uplink: as before
+        // An int8 run's result is P + 4 ceil(P / 256) bytes: the uplink that moves an fp16
+        // result in 200 s moves it in about half that, so the unit needs about half the steps.
+        s.resultEncoding = net::kEncodingInt8;
+        const double P = static_cast<double>(s.model.parameterCount());
+        const double int8Bytes = 128.0 + P + 4.0 * std::ceil(P / 256);
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100, resultBytes / 200), 3);  // 3.7: the target
+        QCOMPARE(coord::innerStepsFor(s, 1.0, 100, int8Bytes / 200), 6);    // the same 200 s
     }
 
     void unitBytes() {
@@ -229,6 +238,53 @@ class TestCoordinatorWork : public QObject {
         QVERIFY(u1.workUnitId > 0 && u2.workUnitId > 0);
         QCOMPARE(u2.protocol, net::kProtocolVersion);
         QCOMPARE(u2.startBlend, 0.0f);
+    }
+
+    // A run with int8 results (--result-encoding int8): its manifests say so (version 5, signed,
+    // max_upload_bytes of the int8 size), twins' too; a worker of an older protocol gets no
+    // work, with words it shows as a protocol mismatch.
+    void int8RunsStateTheirEncoding() {
+        auto config = Fixture::config(2);
+        config.resultEncoding = net::kEncodingInt8;
+        config.replicateFraction = 1;  // every unit waits for a twin
+        DirectCoordinator f(config);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        const auto c = f.registerClient("c"), d = f.registerClient("d");
+        const auto u = f.work(c);
+        QCOMPARE(u.protocol, net::kResultEncodingProtocol);  // a twin's: the oldest with int8
+        QCOMPARE(u.resultEncoding, net::kEncodingInt8);
+        const int64_t P = u.model.parameterCount();
+        QCOMPARE(u.maxUploadBytes, 128 + P + 4 * ((P + 255) / 256));
+        QCOMPARE(f.coordinator().maxUploadBytes(), u.maxUploadBytes);
+        QVERIFY(u.verify(f.coordinator().publicKey()));
+        QVERIFY(u.toJson().find("\"result_encoding\":\"int8\"") != std::string::npos);
+        const auto twin = f.work(d);
+        QCOMPARE(twin.resultEncoding, net::kEncodingInt8);
+        QCOMPARE(twin.protocol, net::kResultEncodingProtocol);
+        for (const char* request :
+             {R"({"device":"cpu","memory_bytes":0,"tokens_per_second":0,"free_disk_bytes":0})",
+              R"({"device":"cpu","memory_bytes":0,"tokens_per_second":0,"free_disk_bytes":0,)"
+              R"("protocol":4})"}) {
+            auto old = f.coordinator().requestWork(d.id, request);
+            QVERIFY(!old.ok());
+            QCOMPARE(old.refusal().httpStatus, 409);
+            QCOMPARE(old.refusal().code, std::string("protocol_too_old"));
+            QVERIFY2(old.refusal().message.find("is not supported by this run: it takes int8 "
+                                                "results") != std::string::npos,
+                     old.refusal().message.c_str());
+        }
+        // The encoding is the run's: a restart with another --result-encoding keeps it.
+        f.t().close();
+        f.t().config().resultEncoding = net::kEncodingFp16;
+        f.t().open();
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        QCOMPARE(f.coordinator().maxUploadBytes(), u.maxUploadBytes);
+        bool noted = false;
+        for (const auto& line : f.t().log())
+            noted = noted || line.find(
+                                 "takes int8 results; --result-encoding fp16 applies to new "
+                                 "state directories only") != std::string::npos;
+        QVERIFY(noted);
     }
 
     void limitsUnitsPerClient() {

@@ -1,7 +1,8 @@
 // A whole training run: a real coordinator and three headless workers, separate processes over
 // HTTPS on 127.0.0.1, at least 5 rounds of `tiny`. The validation loss of the last rounds is
 // clearly below the first; each worker's ledger holds its accepted work units with receipts that
-// verify against the coordinator's key; every upload is 2 bytes per parameter plus the header.
+// verify against the coordinator's key; every upload is the header plus 2 bytes per parameter
+// (fp16) or one byte per parameter and a scale per 256 (a run with --result-encoding int8).
 #include "e2e_harness.hpp"
 #include "unit_end.hpp"
 
@@ -17,13 +18,23 @@ class TestE2eRun : public QObject {
     Q_OBJECT
 
   private slots:
+    void threeWorkersFiveRounds_data() {
+        QTest::addColumn<QString>("encoding");
+        QTest::newRow("fp16") << "fp16";
+        QTest::newRow("int8") << "int8";
+    }
     void threeWorkersFiveRounds() {
+        QFETCH(QString, encoding);
         QTemporaryDir tmp;
         const fs::path dir = tmp.path().toStdString();
         Coordinator coord;
-        std::vector<std::string> args = {"--model",         "tiny", "--inner-steps", "40",
-                                         "--batch",         "4",    "--quorum",      "3",
-                                         "--round-timeout", "60",   "--threads",     "1"};
+        std::vector<std::string> args = {"--model",           "tiny",
+                                         "--inner-steps",     "40",
+                                         "--batch",           "4",
+                                         "--quorum",          "3",
+                                         "--round-timeout",   "60",
+                                         "--threads",         "1",
+                                         "--result-encoding", encoding.toStdString()};
         args.push_back("--corpus");
         for (const auto& c : corpusArgs(dir))
             args.push_back(c);
@@ -130,15 +141,26 @@ class TestE2eRun : public QObject {
                 ++uploads;
                 // The bytes libcurl sent: the whole result, plus what it had sent of it before
                 // a rewind when a reused connection turned out closed (seen under load: one
-                // 64 KiB block more), never a second whole copy.
-                const int64_t resultBytes = static_cast<int64_t>(net::kResultHeaderBytes) + 2 * P;
-                QVERIFY2(t.bytes >= resultBytes && t.bytes < 2 * resultBytes,
+                // 64 KiB block more); twice the whole result for one held for its twin (the
+                // replication spot-checks are on by default: sent once to be held, 503
+                // awaiting_replica, and once more when retried after the twin's arrived), never
+                // a third copy.
+                // Written out, not from result_format: 2P, or P + 4 ceil(P / 256).
+                const int64_t resultBytes =
+                    static_cast<int64_t>(net::kResultHeaderBytes) +
+                    (encoding == "int8" ? P + 4 * ((P + 255) / 256) : 2 * P);
+                QVERIFY2(t.bytes >= resultBytes && t.bytes <= 2 * resultBytes,
                          std::to_string(t.bytes).c_str());
             }
             QVERIFY(uploads >= accepted);
         }
         auto total = coord.query("SELECT COUNT(*) FROM results");
         QCOMPARE(std::stoll(total.at(0).at(0)), acceptedInAll);
+        // The run keeps its encoding (a restart decodes its stored payloads with it).
+        auto config = coord.query("SELECT config_json FROM runs");
+        QVERIFY2(config.at(0).at(0).find("\"result_encoding\":\"" + encoding.toStdString() +
+                                         "\"") != std::string::npos,
+                 config.at(0).at(0).c_str());
         if (std::getenv("TANDEM_E2E_KEEP"))
             tmp.setAutoRemove(false);
         coord.stop();

@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(stream.header().workUnitId == 7);
     // The staged payload: 2P bytes of finite halves, as the aggregator will read them.
     auto staged = coord::PayloadReader::open(
-        stream.stagingFile(), kParameters,
+        stream.stagingFile(), {net::kEncodingFp16, kParameters},
         net::sha256(std::span<const uint8_t>(body).subspan(net::kResultHeaderBytes)));
     FUZZ_CHECK(staged.ok());
     int64_t values = 0;

@@ -155,11 +155,11 @@ class TestNetProtocol : public QObject {
         auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
         QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
         // A manifest of protocol v1 (byte ranges, no token width) is refused, saying so.
-        auto badProtocol = Manifest::fromJson(replace("\"protocol\":4", "\"protocol\":1"));
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":5", "\"protocol\":1"));
         QVERIFY(contains(badProtocol.error().message,
-                         "protocol version 1 is not supported, expected 2 to 4"));
-        auto newer = Manifest::fromJson(replace("\"protocol\":4", "\"protocol\":5"));
-        QVERIFY(contains(newer.error().message, "protocol version 5 is not supported"));
+                         "protocol version 1 is not supported, expected 2 to 5"));
+        auto newer = Manifest::fromJson(replace("\"protocol\":5", "\"protocol\":6"));
+        QVERIFY(contains(newer.error().message, "protocol version 6 is not supported"));
         auto badBlend = Manifest::fromJson(replace("\"start_blend\":0.25", "\"start_blend\":1.5"));
         QVERIFY(contains(badBlend.error().message,
                          "'start_blend' must be a finite number in [0.0, 1.0]"));
@@ -224,10 +224,10 @@ class TestNetProtocol : public QObject {
 
         WorkRequest request;
         request.device = "cpu";
-        QVERIFY(contains(request.toJson(), "\"protocol\":4"));
+        QVERIFY(contains(request.toJson(), "\"protocol\":5"));
         auto newWorker = WorkRequest::fromJson(request.toJson());
         QVERIFY(newWorker.ok());
-        QCOMPARE(newWorker->protocol, 4);
+        QCOMPARE(newWorker->protocol, 5);
         auto oldWorker = WorkRequest::fromJson(
             R"({"device":"cpu","memory_bytes":0,"tokens_per_second":1,"free_disk_bytes":0})");
         QVERIFY(oldWorker.ok());
@@ -288,6 +288,54 @@ class TestNetProtocol : public QObject {
         QVERIFY(!contains(v3.toJson(), "urls"));
         auto back3 = Manifest::fromJson(v3.toJson());
         QVERIFY(back3.ok() && back3->weightsUrls.empty() && back3->dataUrls.empty());
+    }
+    // Version 5 states the result encoding, signed: fp16, or int8 with its block of 256. Older
+    // versions neither write nor read it (their results are fp16).
+    void resultEncodingVersions() {
+        auto key = SigningKey::generate();
+        Manifest m = sampleManifest();
+        m.resultEncoding = kEncodingInt8;
+        m.sign(*key);
+        const std::string text = m.toJson();
+        QVERIFY(contains(text, "\"result_encoding\":\"int8\""));
+        QVERIFY(contains(text, "\"result_block\":256"));
+        auto back = Manifest::fromJson(text);
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QCOMPARE(back->resultEncoding, kEncodingInt8);
+        QVERIFY(back->verify(key->publicKey()));
+        Manifest tampered = *back;
+        tampered.resultEncoding = kEncodingFp16;
+        QVERIFY(!tampered.verify(key->publicKey()));
+        auto replaced = [&](const std::string& from, const std::string& to) {
+            std::string t = text;
+            return Manifest::fromJson(t.replace(t.find(from), from.size(), to));
+        };
+        QVERIFY(contains(replaced("\"int8\"", "\"int4\"").error().message,
+                         "result_encoding 'int4' is not supported, expected fp16 or int8"));
+        QVERIFY(contains(replaced("\"result_block\":256", "\"result_block\":128").error().message,
+                         "result_block 128 is not supported, expected 256"));
+        QVERIFY(contains(replaced("\"result_block\":256,", "").error().message,
+                         "'result_block' is missing"));
+        QVERIFY(contains(replaced("\"result_encoding\":\"int8\",", "").error().message,
+                         "'result_encoding' is missing"));
+
+        Manifest fp16 = sampleManifest();
+        fp16.sign(*key);
+        QVERIFY(contains(fp16.toJson(), "\"result_encoding\":\"fp16\""));
+        QVERIFY(!contains(fp16.toJson(), "result_block"));
+        auto fp16Back = Manifest::fromJson(fp16.toJson());
+        QVERIFY(fp16Back.ok() && fp16Back->resultEncoding == kEncodingFp16);
+
+        Manifest v4 = sampleManifest();
+        v4.protocol = 4;
+        v4.resultEncoding = kEncodingInt8;  // not part of version 4: neither written nor read
+        v4.sign(*key);
+        QVERIFY(!contains(v4.toJson(), "result_"));
+        std::string extra = v4.toJson();
+        extra.insert(1, "\"result_encoding\":\"int8\",\"result_block\":256,");
+        auto back4 = Manifest::fromJson(extra);
+        QVERIFY2(back4.ok(), back4.ok() ? "" : back4.error().message.c_str());
+        QCOMPARE(back4->resultEncoding, kEncodingFp16);
     }
     void progressAndReply() {
         ProgressReport p{12, 3.25f, 999.0};
@@ -411,6 +459,62 @@ class TestNetProtocol : public QObject {
         QCOMPARE(int(bytes[16]), 42);
         QCOMPARE(int(bytes[24]), 5);
     }
+    // Encoding 2: blocks of an f32 scale and up to 256 int8 values, laid out by hand here.
+    void int8ResultRoundTrip() {
+        const int64_t P = 300;  // a block of 256 and one of 44
+        std::vector<int8_t> values(P);
+        for (int64_t i = 0; i < P; ++i)
+            values[size_t(i)] = static_cast<int8_t>(i % 255 - 127);
+        const std::vector<float> scales{0.5f, 0.125f};
+        auto payload = int8Payload(values, scales);
+        QVERIFY(payload.ok());
+        QCOMPARE(payload->size(), size_t(300 + 8));
+        float scale = 0;
+        std::memcpy(&scale, payload->data(), 4);
+        QCOMPARE(scale, 0.5f);
+        QCOMPARE(int8_t(payload->at(4)), int8_t(-127));
+        QCOMPARE(int8_t(payload->at(4 + 255)), int8_t(values[255]));
+        std::memcpy(&scale, payload->data() + 260, 4);
+        QCOMPARE(scale, 0.125f);
+        QCOMPARE(int8_t(payload->at(264)), values[256]);
+        QCOMPARE(int8_t(payload->back()), values[299]);
+        QVERIFY(!int8Payload(values, std::vector<float>{0.5f}));  // one scale short
+
+        QCOMPARE(resultPayloadBytes(kEncodingFp16, P), int64_t(600));
+        QCOMPARE(resultPayloadBytes(kEncodingInt8, P), int64_t(308));
+        QCOMPARE(resultPayloadBytes(kEncodingInt8, 256), int64_t(260));
+        QCOMPARE(resultPayloadBytes(kEncodingInt8, 257), int64_t(265));
+        QCOMPARE(resultPayloadBytes(7, P), int64_t(0));
+        ResultHeader h;
+        h.workUnitId = 9;
+        h.encoding = kEncodingInt8;
+        h.parameterCount = P;
+        h.tokens = 10;
+        h.steps = 1;
+        auto bytes = buildResult(h, std::span<const uint8_t>(*payload));
+        QVERIFY(bytes.ok());
+        QCOMPARE(bytes->size(), kResultHeaderBytes + 308);
+        QCOMPARE(int((*bytes)[12]), 2);  // the encoding
+        auto parsed = parseResultHeader(*bytes);
+        QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.error().message.c_str());
+        QCOMPARE(parsed->encoding, kEncodingInt8);
+        QCOMPARE(parsed->payloadBytes(), int64_t(308));
+        QCOMPARE(parsed->totalBytes(), int64_t(bytes->size()));
+        QCOMPARE(parsed->payloadSha256,
+                 sha256(std::span<const uint8_t>(*bytes).subspan(kResultHeaderBytes)));
+        // A payload of the wrong size for its header is not built.
+        auto wrong = buildResult(h, std::span<const uint8_t>(*payload).first(307));
+        QVERIFY(!wrong);
+        QVERIFY(contains(wrong.error().message, "307 bytes, expected 308"));
+        // int8 cannot saturate: a count of saturated values is a damaged header.
+        h.saturated = 1;
+        auto saturated = parseResultHeader(serializeResultHeader(h));
+        QVERIFY(!saturated);
+        QVERIFY(contains(saturated.error().message, "an int8 result saturates nothing"));
+        QCOMPARE(encodingFromName("int8"), std::optional<uint32_t>(kEncodingInt8));
+        QCOMPARE(encodingFromName("fp16"), std::optional<uint32_t>(kEncodingFp16));
+        QVERIFY(!encodingFromName("fp32"));
+    }
     void resultHeaderErrors() {
         ResultHeader h;
         h.workUnitId = 1;
@@ -434,7 +538,7 @@ class TestNetProtocol : public QObject {
         expectError(b, "format version 2 is not supported, expected 1");
         b = good;
         b[12] = 3;
-        expectError(b, "encoding 3 is not supported");
+        expectError(b, "encoding 3 is not supported, expected 1 (fp16) or 2 (int8)");
         b = good;
         b[100] = 1;
         expectError(b, "reserved byte 100");
