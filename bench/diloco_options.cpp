@@ -23,6 +23,7 @@ const char* kUsage =
     "  --steps N          inner steps per worker = synchronous steps (default: tiny 400,\n"
     "                     small 200); a multiple of every H\n"
     "  --seeds N          seeds 1..N (default 3)\n"
+    "  --first-seed S     seeds S..S+N-1 instead (more seeds of an arm already run)\n"
     "  --workers K        simulated workers (default 4)\n"
     "  --batch B          sequences per worker step (default 4); sync uses K x B\n"
     "  --seq T            tokens per sequence (default: the config's maxSeqLen)\n"
@@ -238,6 +239,8 @@ int parseOptions(int argc, char** argv, Options* o) {
             ok = integer(1, 1e7, &o->steps);
         } else if (flag == "--seeds") {
             ok = integer(1, 1000, &o->seeds);
+        } else if (flag == "--first-seed") {
+            ok = integer(1, 1000000, &o->firstSeed);
         } else if (flag == "--workers") {
             ok = integer(1, 64, &o->workers);
         } else if (flag == "--batch") {

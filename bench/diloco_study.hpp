@@ -63,7 +63,8 @@ struct Options {
     std::vector<Arm> arms;
     int steps = 0;  // 0: per-config default
     int seeds = 3, workers = 4, batch = 4, seq = 0;
-    float lr = 0;  // 0: per-config default
+    int firstSeed = 1;  // seeds firstSeed .. firstSeed + seeds - 1
+    float lr = 0;       // 0: per-config default
     OuterConfig outer;
     int int8Block = kInt8DefaultBlock;
     // Every curve point, the last included, on the same evalBatches held-out batches.
