@@ -12,6 +12,7 @@ v = mu v + d; theta -= lr (d + mu v). Methods:
   look     one round late, eager updates (arXiv 2502.12996): the unit starts a tentative outer
            step ahead (d~ = last mean + own fresh delta - own last delta), uploads its progress
            (start - end), committed as it is
+  look0    look without the worker's own part (d~ = last mean): what the coordinator alone can do
 Each method is a linear map of its state per round; the table gives its spectral radius (the
 error's factor per round; above 1 diverges) at a few a, the worst over a in [1e-4, 1], and the
 rounds a slow direction (a = 0.01) needs to shrink tenfold.
@@ -37,7 +38,7 @@ def one_round(method, blend, a, lr, mu, s):
         d = s["theta"] - s["end"]  # the previous unit's end, re-based onto theta
         s["end"] = (1 - a) * start
     else:  # look
-        guess = s["mean"] + s["fresh"] - s["prev"]
+        guess = s["mean"] + blend * (s["fresh"] - s["prev"])
         start = s["theta"] - lr * ((1 + mu) * guess + mu * mu * s["v"])
         d = s["flight"]  # the previous unit's progress, as it is
         s["prev"], s["fresh"] = s["fresh"], a * start
@@ -62,7 +63,7 @@ def radius(method, blend, a, lr, mu):
 def main():
     methods = [("sync", "sync", 0), ("pipe-raw", "raw", 0), ("pipe (re-based)", "blend", 0),
                ("eager0.25", "blend", 0.25), ("eager0.5", "blend", 0.5),
-               ("eager0.75", "blend", 0.75), ("look", "look", 0)]
+               ("eager0.75", "blend", 0.75), ("look", "look", 1), ("look0", "look", 0)]
     grid = [10 ** (-4 + 4 * i / 80) for i in range(81)]
     print("| outer lr / momentum | method | radius at a = 0.01 / 0.1 / 0.5 | worst over a "
           "| rounds to shrink a = 0.01 tenfold |")
