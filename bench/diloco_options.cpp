@@ -23,6 +23,7 @@ const char* kUsage =
     "  --steps N          inner steps per worker = synchronous steps (default: tiny 400,\n"
     "                     small 200); a multiple of every H\n"
     "  --seeds N          seeds 1..N (default 3)\n"
+    "  --first-seed S     seeds S..S+N-1 instead (more seeds of an arm already run)\n"
     "  --workers K        simulated workers (default 4)\n"
     "  --batch B          sequences per worker step (default 4); sync uses K x B\n"
     "  --seq T            tokens per sequence (default: the config's maxSeqLen)\n"
@@ -53,7 +54,10 @@ const char* kUsage =
     "as work units did before the run-wide schedule), cst (the inner lr warms up once and then\n"
     "stays at its peak: the coordinator's schedule for a run of open length), olr<X> and\n"
     "mom<X> (outer lr and momentum for this arm), eager<X> (with pipe: a worker's next unit\n"
-    "starts from (1-X) x the assigned weights + X x its own last end point), keep (a worker\n"
+    "starts from (1-X) x the assigned weights + X x its own last end point), look (with pipe:\n"
+    "the eager updates of arXiv 2502.12996: a worker's next unit starts one tentative outer\n"
+    "step ahead, with the last round's mean delta in which its own part is replaced by its\n"
+    "fresh delta; it uploads its progress from that start, not re-based), keep (a worker\n"
     "whose upload was dropped starts its next unit from its own end point, as in DiLoCo),\n"
     "tokw (a round's mean divides by the weight of every upload due, so lost ones count as\n"
     "zero). Any arm, sync too: lr<X> (peak inner lr, e.g. lr0.006), m<K> (workers), b<B>\n"
@@ -83,7 +87,7 @@ Expected<Arm> parseArm(const std::string& text) {
         return makeError(
             "arm '" + text + "': " + why +
             "; expected sync[-lr<X>][-m<K>][-b<B>][-s<N>] or h<H>[-fp32|-fp16|-int8][-drop<P>]"
-            "[-stale<S>][-pipe][-raw|-reb<X>][-eager<X>][-keep][-tokw][-wus][-cst][-olr<X>]"
+            "[-stale<S>][-pipe][-raw|-reb<X>][-eager<X>|-look][-keep][-tokw][-wus][-cst][-olr<X>]"
             "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate]"
             " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
@@ -131,6 +135,8 @@ Expected<Arm> parseArm(const std::string& text) {
         } else if (p.rfind("eager", 0) == 0 && number(p.substr(5), &value) && value >= 0 &&
                    value <= 1) {
             arm.startBlend = static_cast<float>(value);
+        } else if (p == "look") {
+            arm.lookahead = true;
         } else if (p == "fp32") {
             arm.encoding = Encoding::Fp32;
         } else if (p == "fp16") {
@@ -173,6 +179,10 @@ Expected<Arm> parseArm(const std::string& text) {
         return bad("Byzantine workers and the gate are simulated for on-time uploads only");
     if (arm.startBlend > 0 && !arm.pipelined)
         return bad("eager<X> blends the start of overlapped units: it needs pipe");
+    if (arm.lookahead && (!arm.pipelined || arm.startBlend > 0 || arm.rebaseFraction != 1.0f))
+        return bad(
+            "look starts overlapped units a tentative outer step ahead: it needs pipe, "
+            "and neither eager<X> nor raw/reb<X> (its uploads are never re-based)");
     if (arm.dueWeight && (arm.pipelined || arm.staleness > 0))
         return bad("tokw is simulated for on-time uploads only");
     return arm;
@@ -229,6 +239,8 @@ int parseOptions(int argc, char** argv, Options* o) {
             ok = integer(1, 1e7, &o->steps);
         } else if (flag == "--seeds") {
             ok = integer(1, 1000, &o->seeds);
+        } else if (flag == "--first-seed") {
+            ok = integer(1, 1000000, &o->firstSeed);
         } else if (flag == "--workers") {
             ok = integer(1, 64, &o->workers);
         } else if (flag == "--batch") {
@@ -275,7 +287,9 @@ int parseOptions(int argc, char** argv, Options* o) {
         if (o->configs.empty())
             o->configs.push_back("L=1,NH=2,C=64,T=32");
         if (arms.empty())
-            arms = "sync,h10-fp16,h10-int8-drop30-stale1,h10-fp16-pipe-eager0.5,h10-drop30-keep-m2";
+            arms =
+                "sync,h10-fp16,h10-int8-drop30-stale1,h10-fp16-pipe-eager0.5,h10-drop30-keep-m2,"
+                "h10-fp16-pipe-look";
         if (o->steps == 0)
             o->steps = 40;
         o->seeds = std::min(o->seeds, 1);

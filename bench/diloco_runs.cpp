@@ -259,6 +259,13 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
     std::vector<std::vector<float>> ownEnd(keepsEnds ? static_cast<size_t>(K) : 0);
     std::vector<char> lastDropped(static_cast<size_t>(K), 0);
     std::vector<float> start(static_cast<size_t>(P));
+    // look (eager updates): the mean delta of the last round that committed anything, and each
+    // worker's own last two deltas (its progress from its start), fresh and the one before.
+    const size_t lookP = arm.lookahead ? static_cast<size_t>(P) : 0;
+    std::vector<float> lastMean(lookP, 0.0f);
+    std::vector<std::vector<float>> ownFresh(arm.lookahead ? static_cast<size_t>(K) : 0,
+                                             std::vector<float>(lookP, 0.0f));
+    std::vector<std::vector<float>> ownPrev = ownFresh;
     const double unitTokens = static_cast<double>(H) * B * T;
     // Pipelined: one more close after the last unit commits the uploads still in flight, so
     // that every trained token reaches the weights as in the other arms.
@@ -275,7 +282,20 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                 : arm.pipelined                    ? arm.startBlend
                                 : arm.keepOnDrop && lastDropped[k] ? 1.0f
                                                                    : 0.0f;
-            if (blend > 0) {
+            if (arm.lookahead) {
+                // The outer step (v = mu v + d; theta -= lr (d + mu v)) taken tentatively with
+                // d = the last mean + this worker's share x (its fresh delta - its last one).
+                const float share = 1.0f / static_cast<float>(K);
+                const float mu = outer.momentum;
+                const auto& fresh = ownFresh[static_cast<size_t>(k)];
+                const auto& prev = ownPrev[static_cast<size_t>(k)];
+                for (int64_t i = 0; i < P; ++i) {
+                    const float d = lastMean[i] + share * (fresh[i] - prev[i]);
+                    start[i] = theta[i] - outer.lr * ((1 + mu) * d + mu * mu * velocity[i]);
+                }
+                if (auto st = w.loadParameters(start); !st)
+                    return st.error();
+            } else if (blend > 0) {
                 const auto& mine = ownEnd[static_cast<size_t>(k)];
                 for (int64_t i = 0; i < P; ++i)
                     start[i] = theta[i] + blend * (mine[i] - theta[i]);
@@ -304,6 +324,15 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 return st.error();
             if (keepsEnds)
                 ownEnd[static_cast<size_t>(k)] = end;
+            // What the upload is relative to: the assigned weights theta (the coordinator knows
+            // them and re-bases from them), or for look the worker's own start (its progress).
+            const std::vector<float>& from = arm.lookahead ? start : theta;
+            if (arm.lookahead) {
+                auto& fresh = ownFresh[static_cast<size_t>(k)];
+                ownPrev[static_cast<size_t>(k)].swap(fresh);
+                for (int64_t i = 0; i < P; ++i)
+                    fresh[i] = start[i] - end[i];
+            }
             if (byzantine) {
                 auto& d = deltas[static_cast<size_t>(k)];
                 d.resize(static_cast<size_t>(P));
@@ -318,10 +347,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             // A NaN upload never gets past the coordinator's stream (non_finite), and the
             // worker's encoder refuses one: it is judged (refused) without being encoded.
             const bool unencodable = arm.attack == Attack::Nan && k >= K - attackers;
-            // The delta is relative to the assigned weights theta, whatever the start: the
-            // coordinator knows those (its base version) and re-bases from them.
             auto bytes = unencodable ? Expected<int64_t>(4 * P)
-                                     : encodeUpload(arm.encoding, o.int8Block, theta, end,
+                                     : encodeUpload(arm.encoding, o.int8Block, from, end,
                                                     &uploads[k], &pool);
             if (!bytes)
                 return makeError("round " + std::to_string(r) + ", worker " + std::to_string(k) +
@@ -329,7 +356,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             bytesAll += static_cast<double>(*bytes);
             double squares = 0;
             for (int64_t i = 0; i < P; ++i) {
-                const double d = static_cast<double>(theta[i]) - end[i];
+                const double d = static_cast<double>(from[i]) - end[i];
                 squares += d * d;
             }
             workerNorms += std::sqrt(squares) / K;
@@ -370,7 +397,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                            static_cast<float>(w), &pool);
                 !st)
                 return st.error();
-            if (arm.rebaseFraction > 0)
+            if (arm.rebaseFraction > 0 && !arm.lookahead)
                 coord::rebaseOnto(sum, *it->base, theta, static_cast<float>(w) * arm.rebaseFraction,
                                   &pool);
             weightSum += w;
@@ -401,6 +428,9 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         }
         if (byzantine)
             before = theta;
+        if (arm.lookahead && weightSum > 0)
+            for (int64_t i = 0; i < P; ++i)
+                lastMean[i] = static_cast<float>(sum[i] / weightSum);
         // tokw: the uploads that were lost count as zero deltas.
         const double divisor = arm.dueWeight ? std::max(weightSum, K * unitTokens) : weightSum;
         if (weightSum > 0) {

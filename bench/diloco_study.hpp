@@ -44,6 +44,12 @@ struct Arm {
     // (1 - X) x the weights it is assigned + X x its own last end point, as the worker does
     // with the manifest's start_blend; its delta stays relative to the assigned weights.
     float startBlend = 0;
+    // The eager updates of Kale et al. (look, arXiv 2502.12996): with pipe, a worker's next
+    // unit starts one tentative outer step ahead of the assigned weights, the step the
+    // coordinator would take if this round's mean were the last round's with the worker's own
+    // part replaced by its fresh delta; it uploads its progress from that start, which the
+    // coordinator commits as it is (not re-based).
+    bool lookahead = false;
     // Dropped uploads: keep (DiLoCo): the worker whose upload was lost starts its next unit
     // from its own end point (start_blend 1); tokw: the round's mean divides by the weight of
     // every upload that was due, so a round that lost some moves less.
@@ -57,7 +63,8 @@ struct Options {
     std::vector<Arm> arms;
     int steps = 0;  // 0: per-config default
     int seeds = 3, workers = 4, batch = 4, seq = 0;
-    float lr = 0;  // 0: per-config default
+    int firstSeed = 1;  // seeds firstSeed .. firstSeed + seeds - 1
+    float lr = 0;       // 0: per-config default
     OuterConfig outer;
     int int8Block = kInt8DefaultBlock;
     // Every curve point, the last included, on the same evalBatches held-out batches.

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
         ctx.eval = evalSets.back().get();
         contexts.push_back(ctx);
         for (const Arm& arm : options.arms)
-            for (int seed = 1; seed <= options.seeds; ++seed)
+            for (int seed = options.firstSeed; seed < options.firstSeed + options.seeds; ++seed)
                 tasks.push_back({contexts.size() - 1, &arm, seed});
     }
     // Largest runs first, so parallel jobs finish together.
