@@ -88,6 +88,8 @@ struct Coordinator::Impl {
     // The open round.
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each; sum is the aggregator's between closes
+    // Runs with weight deltas: the error-feedback residual e of this version (P); else empty.
+    std::vector<float> residual;
     std::map<int64_t, ServedFile> weightFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;

@@ -52,6 +52,7 @@ Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg,
     s.lrWarmupSteps = cfg.lrWarmupSteps;
     s.lrDecaySteps = cfg.lrDecaySteps;
     s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
+    s.weightDeltas = cfg.weightDeltas;
     return s;
 }
 
@@ -72,7 +73,8 @@ std::string toJson(const RunSettings& s) {
                 {"lr_warmup_steps", s.lrWarmupSteps},
                 {"lr_decay_steps", s.lrDecaySteps},
                 {"seed", s.seed},
-                {"data", s.dataKind}};
+                {"data", s.dataKind},
+                {"weight_deltas", weightDeltaCodecName(s.weightDeltas)}};
     return config.dump();
 }
 
@@ -100,6 +102,12 @@ Expected<RunSettings> runSettingsFromJson(std::string_view text) {
     if (s.dataKind != kDataBytes && s.dataKind != kDataSentencePiece && s.dataKind != kDataLlmc)
         return makeError("database: the run's data kind '" + s.dataKind +
                          "' is unknown; use a newer tandem-coordinator");
+    const std::string deltas = c.value("weight_deltas", std::string("off"));
+    auto codec = parseWeightDeltaCodec(deltas);
+    if (!codec)
+        return makeError("database: the run's weight deltas '" + deltas +
+                         "' are unknown; use a newer tandem-coordinator");
+    s.weightDeltas = *codec;
     return s;
 }
 
@@ -133,6 +141,7 @@ Status Coordinator::Impl::createRun() {
             fs::remove(f, ec);
         fs::remove(dirs.weights(0), ec);
         fs::remove(dirs.momentum(0), ec);
+        fs::remove(dirs.residual(0), ec);
         return st;
     };
     const bool bytes = fresh.data.kind == kDataBytes;
@@ -153,7 +162,8 @@ Status Coordinator::Impl::createRun() {
         initParameters(ParameterLayout(m), init, cfg.seed);
     }
     std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
-    auto published = dirs.publish(0, m, init, zeros);
+    const bool deltas = settings.weightDeltas != WeightDeltaCodec::Off;
+    auto published = dirs.publish(0, m, init, zeros, deltas ? zeros : std::span<const float>{});
     if (!published)
         return undo(published.error());
     auto id = insertRun(settings, trainCount, trainSha, written->rows);
@@ -272,6 +282,22 @@ Status Coordinator::Impl::restore() {
     vel = std::move(mom->parameters);
     if (static_cast<int64_t>(theta.size()) != P || static_cast<int64_t>(vel.size()) != P)
         return makeError("weights or momentum have the wrong size for " + run.model.describe());
+    if (run.weightDeltas != cfg.weightDeltas)
+        log(std::string("note: the state directory's run moves by weight deltas '") +
+            weightDeltaCodecName(run.weightDeltas) + "'; --weight-deltas " +
+            weightDeltaCodecName(cfg.weightDeltas) + " applies to new state directories only");
+    residual.clear();
+    if (run.weightDeltas != WeightDeltaCodec::Off) {
+        // Written with the version's weights before the version was committed (publish).
+        auto e = loadCheckpoint(dirs.residual(version), run.model);
+        if (!e)
+            return makeError("weight-delta residual of version " + std::to_string(version) + ": " +
+                             e.error().message + "; the state directory is damaged");
+        if (static_cast<int64_t>(e->parameters.size()) != P)
+            return makeError("the weight-delta residual has the wrong size for " +
+                             run.model.describe());
+        residual = std::move(e->parameters);
+    }
     for (int64_t ver = std::max<int64_t>(0, version - cfg.maxStaleness); ver <= version; ++ver) {
         std::error_code ec;
         if (!fs::exists(dirs.weights(ver), ec))

@@ -24,6 +24,7 @@ struct RunSettings {
     int64_t lrWarmupSteps = 0, lrDecaySteps = 0;
     uint64_t seed = 0;               // 53 bits, so that JSON keeps it exact
     std::string dataKind = "bytes";  // run_data.hpp: bytes, sentencepiece or llmc
+    WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;  // runs from before it: off
 
     // The inner lr over the run's steps: warmup, then constant at the peak, or with
     // lrDecaySteps > 0 a cosine to minLr at that step.

@@ -21,8 +21,8 @@ StateDir::StateDir(fs::path root, std::shared_ptr<int> lock)
 
 Expected<StateDir> StateDir::open(const fs::path& root) {
     std::error_code ec;
-    for (const char* sub :
-         {"", "weights", "momentum", "rounds", "uploads", "data", "held", "blobs/sha256"}) {
+    for (const char* sub : {"", "weights", "momentum", "residual", "rounds", "uploads", "data",
+                            "held", "blobs/sha256"}) {
         fs::create_directories(root / sub, ec);
         if (ec)
             return makeError("cannot create " + (root / sub).string() + ": " + ec.message());
@@ -49,6 +49,10 @@ fs::path StateDir::momentum(int64_t version) const {
     return m_root / "momentum" / ("v" + std::to_string(version) + ".ckpt");
 }
 
+fs::path StateDir::residual(int64_t version) const {
+    return m_root / "residual" / ("v" + std::to_string(version) + ".ckpt");
+}
+
 fs::path StateDir::round(int64_t number) const {
     return m_root / "rounds" / std::to_string(number);
 }
@@ -59,7 +63,8 @@ fs::path StateDir::payload(int64_t roundNumber, int64_t workUnitId) const {
 
 Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model,
                                        std::span<const float> parameters,
-                                       std::span<const float> velocity) const {
+                                       std::span<const float> velocity,
+                                       std::span<const float> residual) const {
     Checkpoint ck;
     ck.config = model;
     ck.parameters.assign(parameters.begin(), parameters.end());
@@ -73,6 +78,11 @@ Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model
     bytes = serializeCheckpoint(ck);
     if (auto st = writeFileAtomically(momentum(version), bytes); !st)
         return st.error();
+    if (!residual.empty()) {
+        ck.parameters.assign(residual.begin(), residual.end());
+        if (auto st = writeFileAtomically(this->residual(version), serializeCheckpoint(ck)); !st)
+            return st.error();
+    }
     return f;
 }
 
@@ -91,7 +101,7 @@ void StateDir::removeStale(int64_t version, int maxStaleness,
             if (!keepPayloads.count(f.path().filename().string()))
                 fs::remove(f.path(), ec);
     }
-    for (const char* sub : {"weights", "momentum"}) {
+    for (const char* sub : {"weights", "momentum", "residual"}) {
         for (auto& e : fs::directory_iterator(m_root / sub, ec)) {
             const std::string name = e.path().filename().string();
             if (name.size() < 7 || name[0] != 'v' || !name.ends_with(".ckpt")) {
