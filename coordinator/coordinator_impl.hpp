@@ -91,6 +91,8 @@ struct Coordinator::Impl {
     // Runs with weight deltas: the error-feedback residual e of this version (P); else empty.
     std::vector<float> residual;
     std::map<int64_t, ServedFile> weightFiles;
+    // Runs with weight deltas: the delta to each of the last kKeptWeightDeltas versions.
+    std::map<int64_t, ServedFile> deltaFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;
     // The Byzantine gate (result_gate.cpp): ||theta|| of thetaNormVersion, and the last outer

@@ -92,6 +92,15 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     Expected<ServedFile> published =
         next ? dirs.publish(r + 1, run.model, next->theta, next->velocity, next->residual)
              : Expected<ServedFile>(next.error());
+    // The delta r -> r + 1, on disk before the version is committed (listed in manifests after).
+    std::optional<ServedFile> deltaFile;
+    if (published && next->delta) {
+        auto d = dirs.publishWeightDelta(r + 1, *next->delta);
+        if (d)
+            deltaFile = *d;
+        else
+            published = d.error();
+    }
     lock.lock();
     closing = false;
     closeCv.notify_all();
@@ -135,6 +144,10 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     weightFiles[version] = *published;
     while (!weightFiles.empty() && weightFiles.begin()->first < version - cfg.maxStaleness)
         weightFiles.erase(weightFiles.begin());
+    if (deltaFile)
+        deltaFiles[version] = *deltaFile;
+    while (!deltaFiles.empty() && deltaFiles.begin()->first <= version - kKeptWeightDeltas)
+        deltaFiles.erase(deltaFiles.begin());
     cleanStaleFiles(false);
     evalQueue.push_back(EvalJob{r, theta});
     evalCv.notify_all();

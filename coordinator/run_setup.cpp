@@ -307,6 +307,17 @@ Status Coordinator::Impl::restore() {
             return h.error();
         weightFiles[ver] = ServedFile{dirs.weights(ver), h->bytes, h->digest};
     }
+    deltaFiles.clear();
+    for (int64_t ver = std::max<int64_t>(1, version - kKeptWeightDeltas + 1);
+         run.weightDeltas != WeightDeltaCodec::Off && ver <= version; ++ver) {
+        std::error_code ec;
+        if (!fs::exists(dirs.weightDelta(ver), ec))
+            continue;  // a run that moved without deltas before
+        auto h = net::sha256File(dirs.weightDelta(ver));
+        if (!h)
+            return h.error();
+        deltaFiles[ver] = ServedFile{dirs.weightDelta(ver), h->bytes, h->digest};
+    }
     if (auto st = publishBlobs(); !st)
         return st;
     sum.assign(static_cast<size_t>(P), 0.0f);
@@ -403,6 +414,8 @@ void Coordinator::Impl::cleanStaleFiles(bool startup) {
     std::set<std::string> blobs;
     for (const auto& [ver, file] : weightFiles)
         blobs.insert(net::toHex(file.sha256));
+    for (const auto& [ver, file] : deltaFiles)
+        blobs.insert(net::toHex(file.sha256));
     for (const TrainShard& shard : data.train())
         blobs.insert(net::toHex(shard.file.sha256));
     dirs.blobs().removeUnreferenced(blobs);
@@ -410,6 +423,9 @@ void Coordinator::Impl::cleanStaleFiles(bool startup) {
 
 Status Coordinator::Impl::publishBlobs() {
     for (const auto& [ver, file] : weightFiles)
+        if (auto st = dirs.blobs().publish(file.path, file.sha256); !st)
+            return st;
+    for (const auto& [ver, file] : deltaFiles)
         if (auto st = dirs.blobs().publish(file.path, file.sha256); !st)
             return st;
     for (const TrainShard& shard : data.train())

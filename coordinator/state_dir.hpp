@@ -7,6 +7,7 @@
 
 #include "blob_store.hpp"
 #include "coordinator.hpp"
+#include "weight_delta.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,10 @@
 #include <string>
 
 namespace tandem::coord {
+
+// Weight deltas kept and listed in manifests: a worker up to this many versions behind
+// rebuilds the weights from a chain of deltas.
+inline constexpr int kKeptWeightDeltas = 4;
 
 class StateDir {
   public:
@@ -41,6 +46,8 @@ class StateDir {
     std::filesystem::path momentum(int64_t version) const;
     // The error-feedback residual of a run with weight deltas (kernels/weight_delta.hpp).
     std::filesystem::path residual(int64_t version) const;
+    // The weight delta from version - 1 to version (kernels/weight_delta_file.hpp).
+    std::filesystem::path weightDelta(int64_t version) const;
     std::filesystem::path round(int64_t number) const;  // accepted payloads of an open round
     std::filesystem::path payload(int64_t roundNumber, int64_t workUnitId) const;
     // Results held until their twin's result arrives (replication.hpp).
@@ -58,9 +65,14 @@ class StateDir {
                                  std::span<const float> parameters, std::span<const float> velocity,
                                  std::span<const float> residual = {}) const;
 
+    // Writes deltas/v<toVersion>.wdlt (atomically, before the caller commits the version) and
+    // publishes it as a blob; returns the file as served to workers.
+    Expected<ServedFile> publishWeightDelta(int64_t toVersion, const QuantizedDelta& delta) const;
+
     // With round `version` open: removes the payloads of other rounds and those of this round not
     // in keepPayloads ("<work unit>.f16"), weights older than version - maxStaleness - 1,
-    // momentum and residuals other than this version's, and temporary files; at startup also every
+    // momentum and residuals other than this version's, weight deltas to versions before
+    // version - kKeptWeightDeltas + 1, and temporary files; at startup also every
     // staging file of an upload (while running they belong to live uploads).
     void removeStale(int64_t version, int maxStaleness, const std::set<std::string>& keepPayloads,
                      bool startup) const;

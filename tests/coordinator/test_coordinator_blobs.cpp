@@ -51,7 +51,7 @@ class TestCoordinatorBlobs : public QObject {
         QVERIFY2(f.t().ok(), f.t().error().c_str());
         auto client = f.registerClient("w");
         const net::Manifest m = f.work(client);
-        QCOMPARE(m.protocol, 4);
+        QCOMPARE(m.protocol, net::kProtocolVersion);
         const std::string w = "/blobs/sha256/" + net::toHex(m.weightsSha256);
         QCOMPARE(m.weightsUrls, (std::vector<std::string>{w, "https://mirror-a.example:8443" + w,
                                                           "https://mirror-b.example/tandem" + w}));

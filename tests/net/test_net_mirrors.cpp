@@ -201,7 +201,7 @@ class TestNetMirrors : public QObject {
 
     void signedManifestListsOwnThenMirrors() {
         const Manifest& m = m_manifest;
-        QCOMPARE(m.protocol, 4);
+        QCOMPARE(m.protocol, kProtocolVersion);
         const std::string w = "/blobs/sha256/" + toHex(m.weightsSha256);
         QCOMPARE(m.weightsUrls, (std::vector<std::string>{w, mirrorUrl(m_mirrorPort) + w,
                                                           mirrorUrl(m_badPort) + w}));

@@ -155,11 +155,11 @@ class TestNetProtocol : public QObject {
         auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
         QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
         // A manifest of protocol v1 (byte ranges, no token width) is refused, saying so.
-        auto badProtocol = Manifest::fromJson(replace("\"protocol\":4", "\"protocol\":1"));
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":5", "\"protocol\":1"));
         QVERIFY(contains(badProtocol.error().message,
-                         "protocol version 1 is not supported, expected 2 to 4"));
-        auto newer = Manifest::fromJson(replace("\"protocol\":4", "\"protocol\":5"));
-        QVERIFY(contains(newer.error().message, "protocol version 5 is not supported"));
+                         "protocol version 1 is not supported, expected 2 to 5"));
+        auto newer = Manifest::fromJson(replace("\"protocol\":5", "\"protocol\":6"));
+        QVERIFY(contains(newer.error().message, "protocol version 6 is not supported"));
         auto badBlend = Manifest::fromJson(replace("\"start_blend\":0.25", "\"start_blend\":1.5"));
         QVERIFY(contains(badBlend.error().message,
                          "'start_blend' must be a finite number in [0.0, 1.0]"));
@@ -180,6 +180,53 @@ class TestNetProtocol : public QObject {
         QCOMPARE(noStart->lrStartStep, int64_t(0));
         auto noSig = Manifest::fromJson(replace("\"signature\"", "\"signatur\""));
         QVERIFY(contains(noSig.error().message, "'signature' is missing"));
+    }
+    // Version 5 (issue 15): "weights" may list the consecutive weight deltas up to the base
+    // version, signed; malformed lists are refused with the reason; a version 4 manifest has none.
+    void weightDeltaVersions() {
+        auto key = SigningKey::generate();
+        Manifest m = sampleManifest();
+        m.baseVersion = 7;
+        for (int64_t from : {5, 6})
+            m.weightDeltas.push_back(WeightDeltaRef{
+                from,
+                sha256(std::vector<uint8_t>(3, static_cast<uint8_t>(from))),
+                1000 + from,
+                {"/blobs/sha256/" + std::string(64, 'a'), "https://m.example/blobs/sha256/x"}});
+        m.sign(*key);
+        const std::string text = m.toJson();
+        QVERIFY(contains(text, "\"deltas\":[{\"bytes\":1005"));
+        auto back = Manifest::fromJson(text);
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QVERIFY(back->verify(key->publicKey()));
+        QCOMPARE(back->weightDeltas.size(), size_t{2});
+        QCOMPARE(back->weightDeltas[1].fromVersion, int64_t{6});
+        QCOMPARE(back->weightDeltas[1].bytes, int64_t{1006});
+        QVERIFY(back->weightDeltas[0].sha256 == m.weightDeltas[0].sha256);
+        QCOMPARE(back->weightDeltas[0].urls, m.weightDeltas[0].urls);
+        Manifest tampered = *back;
+        tampered.weightDeltas[0].bytes += 1;
+        QVERIFY(!tampered.verify(key->publicKey()));
+        auto replace = [&](const std::string& from, const std::string& to) {
+            std::string t = text;
+            const size_t at = t.find(from);
+            Q_ASSERT(at != std::string::npos);
+            return t.replace(at, from.size(), to);
+        };
+        auto gap = Manifest::fromJson(replace("\"from_version\":5", "\"from_version\":4"));
+        QVERIFY(contains(gap.error().message, "consecutive deltas up to base version 7"));
+        auto noUrls = Manifest::fromJson(replace("\"urls\":[\"/blobs/sha256/aaaa", "\"u\":[\"/"));
+        QVERIFY(!noUrls);
+        auto empty = Manifest::fromJson(replace("\"deltas\":[", "\"deltas\":[],\"x\":["));
+        QVERIFY(contains(empty.error().message, "must list 1 to 8 deltas"));
+        // Version 4: the field is not written, and not read.
+        Manifest v4 = m;
+        v4.protocol = 4;
+        v4.sign(*key);
+        QVERIFY(!contains(v4.toJson(), "deltas"));
+        auto back4 = Manifest::fromJson(v4.toJson());
+        QVERIFY(back4.ok());
+        QVERIFY(back4->weightDeltas.empty());
     }
     // Version 3 adds start_blend. A worker that asks with version 2 (or an older worker that
     // does not say) gets a version 2 manifest without it, signed as such, and a version 3
@@ -224,10 +271,10 @@ class TestNetProtocol : public QObject {
 
         WorkRequest request;
         request.device = "cpu";
-        QVERIFY(contains(request.toJson(), "\"protocol\":4"));
+        QVERIFY(contains(request.toJson(), "\"protocol\":5"));
         auto newWorker = WorkRequest::fromJson(request.toJson());
         QVERIFY(newWorker.ok());
-        QCOMPARE(newWorker->protocol, 4);
+        QCOMPARE(newWorker->protocol, 5);
         auto oldWorker = WorkRequest::fromJson(
             R"({"device":"cpu","memory_bytes":0,"tokens_per_second":1,"free_disk_bytes":0})");
         QVERIFY(oldWorker.ok());
