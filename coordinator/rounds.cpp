@@ -146,7 +146,8 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         weightFiles.erase(weightFiles.begin());
     if (deltaFile)
         deltaFiles[version] = *deltaFile;
-    while (!deltaFiles.empty() && deltaFiles.begin()->first <= version - kKeptWeightDeltas)
+    while (!deltaFiles.empty() &&
+           deltaFiles.begin()->first <= version - kKeptWeightDeltas - cfg.maxStaleness)
         deltaFiles.erase(deltaFiles.begin());
     cleanStaleFiles(false);
     evalQueue.push_back(EvalJob{r, theta});

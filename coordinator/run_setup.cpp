@@ -308,7 +308,7 @@ Status Coordinator::Impl::restore() {
         weightFiles[ver] = ServedFile{dirs.weights(ver), h->bytes, h->digest};
     }
     deltaFiles.clear();
-    for (int64_t ver = std::max<int64_t>(1, version - kKeptWeightDeltas + 1);
+    for (int64_t ver = std::max<int64_t>(1, version - kKeptWeightDeltas - cfg.maxStaleness + 1);
          run.weightDeltas != WeightDeltaCodec::Off && ver <= version; ++ver) {
         std::error_code ec;
         if (!fs::exists(dirs.weightDelta(ver), ec))

@@ -130,7 +130,7 @@ void StateDir::removeStale(int64_t version, int maxStaleness,
             const int64_t v = std::atoll(name.c_str() + 1);
             const bool isWeights = std::strcmp(sub, "weights") == 0;
             const int64_t oldest = isWeights  ? version - maxStaleness - 1
-                                   : isDeltas ? version - kKeptWeightDeltas + 1
+                                   : isDeltas ? version - kKeptWeightDeltas - maxStaleness + 1
                                               : version;
             if (v < oldest || v > version)
                 fs::remove(e.path(), ec);

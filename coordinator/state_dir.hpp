@@ -18,8 +18,10 @@
 
 namespace tandem::coord {
 
-// Weight deltas kept and listed in manifests: a worker up to this many versions behind
-// rebuilds the weights from a chain of deltas.
+// Weight deltas listed in a manifest: a worker up to this many versions behind its unit's base
+// version rebuilds the weights from a chain of deltas. The coordinator keeps the deltas to the
+// last kKeptWeightDeltas + maxStaleness versions, so that a live unit's manifest (based on a
+// version up to maxStaleness old) names only blobs that are there.
 inline constexpr int kKeptWeightDeltas = 4;
 
 class StateDir {
@@ -72,7 +74,7 @@ class StateDir {
     // With round `version` open: removes the payloads of other rounds and those of this round not
     // in keepPayloads ("<work unit>.f16"), weights older than version - maxStaleness - 1,
     // momentum and residuals other than this version's, weight deltas to versions before
-    // version - kKeptWeightDeltas + 1, and temporary files; at startup also every
+    // version - kKeptWeightDeltas - maxStaleness + 1, and temporary files; at startup also every
     // staging file of an upload (while running they belong to live uploads).
     void removeStale(int64_t version, int maxStaleness, const std::set<std::string>& keepPayloads,
                      bool startup) const;

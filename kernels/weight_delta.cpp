@@ -207,7 +207,7 @@ Expected<QuantizedDelta> quantizeWithFeedback(std::span<const float> old, std::s
     QuantizedDelta q;
     q.codec = codec;
     if (codec == WeightDeltaCodec::Int8) {
-        const int S = q.blockSize;
+        constexpr int S = kInt8DefaultBlock;  // q.blockSize; the zeros below are sized for it
         const int64_t blocks = int8BlockCount(P, S);
         q.values.resize(static_cast<size_t>(P));
         q.scales.resize(static_cast<size_t>(blocks));

@@ -353,6 +353,10 @@ class TestCoordinatorRestart : public QObject {
                 auto w = net::sha256File(blob(m.weightsUrls[0]));
                 QVERIFY2(w.ok() && w->digest == m.weightsSha256, m.weightsUrls[0].c_str());
                 QVERIFY2(net::sha256File(blob(m.dataUrls[0])).ok(), m.dataUrls[0].c_str());
+                for (const auto& d : m.weightDeltas) {  // protocol 5, --weight-deltas
+                    auto h = net::sha256File(blob(d.urls[0]));
+                    QVERIFY2(h.ok() && h->digest == d.sha256, d.urls[0].c_str());
+                }
             }
         }
         QVERIFY2(receipts.size() >= 4,

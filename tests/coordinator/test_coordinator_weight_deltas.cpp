@@ -3,7 +3,8 @@
 // up to its base version (a protocol 4 one none); a worker's rebuild from an older version's
 // weights file and the listed deltas (kernels/weight_delta_file.hpp) is the coordinator's weights
 // file byte for byte, also over a chain of three, on each CPU variant; a damaged delta is
-// refused; deltas beyond kKeptWeightDeltas versions are removed with their blobs.
+// refused; deltas beyond kKeptWeightDeltas + the staleness bound versions are removed with their
+// blobs.
 //
 // Dimensions: P parameters.
 #include "direct.hpp"
@@ -146,7 +147,8 @@ class TestCoordinatorWeightDeltas : public QObject {
     void oldDeltasGoWithTheirBlobs() {
         DirectCoordinator f(deltaConfig());
         QVERIFY2(f.t().ok(), f.t().error().c_str());
-        for (int n = 0; n < coord::kKeptWeightDeltas + 2; ++n)
+        const int kept = coord::kKeptWeightDeltas + 3;  // + maxStaleness: live units' manifests
+        for (int n = 0; n < kept + 2; ++n)
             QVERIFY(closeRound(f, n));
         const int64_t version = f.coordinator().currentVersion();
         auto client = f.registerClient("worker");
@@ -154,15 +156,14 @@ class TestCoordinatorWeightDeltas : public QObject {
         QCOMPARE(m.weightDeltas.size(), static_cast<size_t>(coord::kKeptWeightDeltas));
         QCOMPARE(m.weightDeltas.front().fromVersion, version - coord::kKeptWeightDeltas);
         for (int64_t v = 1; v <= version; ++v) {
-            const bool kept = v > version - coord::kKeptWeightDeltas;
             QCOMPARE(std::filesystem::exists(f.t().stateDir() / "deltas" /
                                              ("v" + std::to_string(v) + ".wdlt")),
-                     kept);
+                     v > version - kept);
         }
         size_t blobs = 0;
         for (auto& e : std::filesystem::directory_iterator(f.t().stateDir() / "blobs" / "sha256"))
             blobs += readFile(e.path()).size() == static_cast<size_t>(m.weightDeltas.front().bytes);
-        QCOMPARE(blobs, static_cast<size_t>(coord::kKeptWeightDeltas));
+        QCOMPARE(blobs, static_cast<size_t>(kept));
         // A restart lists the same deltas.
         f.t().close();
         f.t().open();
