@@ -136,6 +136,19 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
         ->type_name("auto|Q");
     app::addInteger(cli, "--round-timeout", cfg.roundTimeoutSeconds, 1, 86400 * 30, "SECONDS",
                     "a round closes at this age with any results (default 600)");
+    cli.add_option_function<std::string>(
+           "--weight-deltas",
+           [&cfg](const std::string& v) {
+               auto codec = parseWeightDeltaCodec(v);
+               if (!codec)
+                   throw app::badValue("--weight-deltas expects off, fp16 or int8, found '" + v +
+                                       "'");
+               cfg.weightDeltas = *codec;
+           },
+           "a new run's versions move by a quantized update with error feedback, so\n"
+           "workers can rebuild them from small deltas: int8, fp16, or off (default off;\n"
+           "kept with the run)")
+        ->type_name("off|fp16|int8");
     app::addInteger(cli, "--max-staleness", cfg.maxStaleness, 0, 1000, "S",
                     "accept results up to S versions old, with reduced weight (default 1)");
     app::addNonNegative(cli, "--stale-weight", cfg.staleWeightFactor, "F",

@@ -60,9 +60,11 @@ const char* kUsage =
     "fresh delta; it uploads its progress from that start, not re-based), keep (a worker\n"
     "whose upload was dropped starts its next unit from its own end point, as in DiLoCo),\n"
     "tokw (a round's mean divides by the weight of every upload due, so lost ones count as\n"
-    "zero). Any arm, sync too: lr<X> (peak inner lr, e.g. lr0.006), m<K> (workers), b<B>\n"
-    "(sequences per worker step), s<N> (steps per worker). 'vs sync' compares with the best\n"
-    "sync arm that trained the same number of tokens in all.\n"
+    "zero), wdint8 and wdfp16 (the coordinator's --weight-deltas: each version moves by the\n"
+    "quantized outer update, with error feedback). Any arm, sync too: lr<X> (peak inner lr,\n"
+    "e.g. lr0.006), m<K> (workers), b<B> (sequences per worker step), s<N> (steps per\n"
+    "worker). 'vs sync' compares with the best sync arm that trained the same number of tokens\n"
+    "in all.\n"
     "Default arms: sync,h10,h25,h50,h100,h50-fp16,h50-int8,h50-fp16-drop30,h50-fp16-stale1,\n"
     "h50-fp16-pipe,h50-fp16-pipe-raw\n";
 
@@ -88,7 +90,7 @@ Expected<Arm> parseArm(const std::string& text) {
             "arm '" + text + "': " + why +
             "; expected sync[-lr<X>][-m<K>][-b<B>][-s<N>] or h<H>[-fp32|-fp16|-int8][-drop<P>]"
             "[-stale<S>][-pipe][-raw|-reb<X>][-eager<X>|-look][-keep][-tokw][-wus][-cst][-olr<X>]"
-            "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate]"
+            "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate][-wdint8|-wdfp16]"
             " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
     auto number = [](const std::string& s, double* out) {
@@ -166,6 +168,8 @@ Expected<Arm> parseArm(const std::string& text) {
                    value < 1) {
             arm.outerMomentum = static_cast<float>(value);
         } else if (p.rfind("byz", 0) == 0 && parseAttack(p.substr(3), &arm.attack)) {
+        } else if (p.rfind("wd", 0) == 0 && parseWeightDeltaCodec(p.substr(2)) && p != "wdoff") {
+            arm.weightDeltas = *parseWeightDeltaCodec(p.substr(2));
         } else if (p == "gate") {
             arm.gate = GateRule::Robust;
         } else if (p == "oldgate") {

@@ -194,6 +194,10 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
     const int64_t P = layout.parameterCount();
     std::vector<float> theta(static_cast<size_t>(P)), velocity(static_cast<size_t>(P), 0.0f);
     std::vector<float> sum(static_cast<size_t>(P)), end(static_cast<size_t>(P));
+    // wd<CODEC>: the weights a step starts from and the error-feedback residual.
+    std::vector<float> stepStart, residual;
+    if (arm.weightDeltas != WeightDeltaCodec::Off)
+        residual.assign(static_cast<size_t>(P), 0.0f);
     initParameters(layout, theta, static_cast<uint64_t>(result.seed));
     OuterConfig outer = o.outer;
     if (arm.outerLr)
@@ -434,8 +438,16 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         // tokw: the uploads that were lost count as zero deltas.
         const double divisor = arm.dueWeight ? std::max(weightSum, K * unitTokens) : weightSum;
         if (weightSum > 0) {
+            if (arm.weightDeltas != WeightDeltaCodec::Off)
+                stepStart = theta;
             outerNesterovStep(theta, velocity, sum, static_cast<float>(1.0 / divisor), outer,
                               &pool);
+            // wd<CODEC>: the version moves by the quantized update, the rest carried over.
+            if (arm.weightDeltas != WeightDeltaCodec::Off)
+                if (auto q =
+                        quantizeWithFeedback(stepStart, theta, residual, arm.weightDeltas, &pool);
+                    !q)
+                    return q.error();
         } else {
             ++result.emptyRounds;  // nothing arrived: the version does not move
         }

@@ -10,6 +10,7 @@
 #include "expected.hpp"
 #include "model_config.hpp"
 #include "optimizer.hpp"
+#include "weight_delta.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -56,6 +57,9 @@ struct Arm {
     bool keepOnDrop = false, dueWeight = false;
     Attack attack = Attack::None;  // what 20% of the workers (at least one) upload instead
     GateRule gate = GateRule::None;
+    // wd<CODEC> (wdint8, wdfp16): the coordinator's canonical quantized outer update with error
+    // feedback (kernels/weight_delta.hpp), as with tandem-coordinator --weight-deltas.
+    WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;
 };
 
 struct Options {

@@ -7,17 +7,24 @@
 // round. Per round: the coordinator's download bytes (its /metrics), the bytes workers received
 // and from which server.
 //
+// --weight-deltas int8|fp16 runs the coordinator with exact quantized weight deltas: a worker
+// that holds the previous version's weights downloads the manifest's deltas (protocol 5)
+// instead, rebuilds the weights with kernels/weight_delta_file.hpp and checks them against the
+// manifest's SHA-256 (a mismatch is an error here: the bench measures the working path).
+//
 // --coordinator-rate B puts the fault proxy (tests/tools) between the workers and the
 // coordinator, each connection slowed to B bytes/s: a coordinator whose uplink is the
 // bottleneck, as it is at scale (the mirror reaches the coordinator directly).
 //
 //   tandem-bench-egress [--workers N] [--rounds R] [--model NAME] [--mirror]
-//                       [--coordinator-rate BYTES_PER_S] [--json FILE]
+//                       [--weight-deltas off|fp16|int8] [--coordinator-rate BYTES_PER_S]
+//                       [--json FILE]
 #include "coordinator_client.hpp"
 #include "coordinator_process.hpp"
 #include "fault_proxy.hpp"
 #include "nginx_process.hpp"
 #include "result_format.hpp"
+#include "weight_delta_file.hpp"
 
 #include <unistd.h>
 
@@ -78,7 +85,46 @@ struct RoundFigures {
     double coordinatorBytes = 0;      // sent by the coordinator in this round (its metrics)
     int64_t receivedBytes = 0;        // received by the workers (all sources)
     std::map<std::string, int> from;  // downloads per serving host ("coordinator", "mirror")
+    int rebuilt = 0;                  // workers that rebuilt the weights from deltas
 };
+
+// A worker holding version `held` in `weightsFile` rebuilds the manifest's weights from its
+// deltas (downloaded into dir); the bytes downloaded. The caller checked that the manifest
+// lists deltas from `held` on.
+Expected<int64_t> rebuildFromDeltas(net::CoordinatorClient& client, const net::Manifest& m,
+                                    int64_t held, const fs::path& weightsFile,
+                                    const fs::path& dir) {
+    std::vector<WeightDeltaFile> chain;
+    int64_t bytes = 0;
+    for (const net::WeightDeltaRef& d : m.weightDeltas) {
+        if (d.fromVersion < held)
+            continue;
+        const fs::path dest = dir / ("delta-" + std::to_string(d.fromVersion));
+        fs::remove(dest);
+        auto got = client.downloadWeightDelta(d, dest);
+        if (!got)
+            return makeError("delta download: " + got.error().message);
+        bytes += got->bytesTransferred;
+        const std::string text = readAll(dest);
+        auto parsed =
+            parseWeightDelta(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+        if (!parsed)
+            return parsed.error();
+        chain.push_back(std::move(*parsed));
+    }
+    auto ck = loadCheckpoint(weightsFile);
+    if (!ck)
+        return ck.error();
+    if (auto st = applyWeightDeltaChain(ck->parameters, held, chain); !st)
+        return st.error();
+    const auto rebuilt = serializeCheckpoint(*ck);
+    if (net::sha256(rebuilt) != m.weightsSha256)
+        return makeError("the rebuilt weights do not match the manifest's SHA-256");
+    std::ofstream(weightsFile, std::ios::binary)
+        .write(reinterpret_cast<const char*>(rebuilt.data()),
+               static_cast<std::streamsize>(rebuilt.size()));
+    return bytes;
+}
 
 }  // namespace
 
@@ -87,6 +133,7 @@ int main(int argc, char** argv) {
     std::string model = "tiny", jsonFile;
     bool withMirror = false;
     int64_t coordinatorRate = 0;
+    std::string weightDeltas = "off";
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -98,6 +145,8 @@ int main(int argc, char** argv) {
             model = next();
         else if (a == "--mirror")
             withMirror = true;
+        else if (a == "--weight-deltas")
+            weightDeltas = next();
         else if (a == "--coordinator-rate")
             coordinatorRate = std::atoll(next().c_str());
         else if (a == "--json")
@@ -105,9 +154,15 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr,
                          "usage: tandem-bench-egress [--workers N] [--rounds R] [--model NAME] "
-                         "[--mirror] [--coordinator-rate BYTES_PER_S] [--json FILE]\n");
+                         "[--mirror] [--weight-deltas off|fp16|int8] "
+                         "[--coordinator-rate BYTES_PER_S] [--json FILE]\n");
             return a == "--help" ? 0 : 2;
         }
+    }
+    const bool deltas = weightDeltas != "off";
+    if (!parseWeightDeltaCodec(weightDeltas)) {
+        std::fprintf(stderr, "--weight-deltas expects off, fp16 or int8\n");
+        return 2;
     }
     if (workers < 1 || rounds < 1) {
         std::fprintf(stderr, "--workers and --rounds must be at least 1\n");
@@ -158,7 +213,9 @@ int main(int argc, char** argv) {
                                      "--min-cosine",
                                      "-1",
                                      "--threads",
-                                     "2"};
+                                     "2",
+                                     "--weight-deltas",
+                                     weightDeltas};
     if (withMirror) {
         args.emplace_back("--mirror");
         args.push_back(mirrorUrl);
@@ -225,6 +282,7 @@ int main(int argc, char** argv) {
     struct Worker {
         std::unique_ptr<net::CoordinatorClient> client;
         net::SigningKey key;
+        int64_t heldVersion = -1;  // the version of the weights file it holds
     };
     std::vector<Worker> pool;
     for (int w = 0; w < workers; ++w) {
@@ -244,10 +302,10 @@ int main(int argc, char** argv) {
     }
 
     std::printf(
-        "tandem-bench-egress: %s, load %s; model %s, %d workers, %d rounds, %s, "
-        "coordinator link %s\n",
+        "tandem-bench-egress: %s, load %s; model %s, %d workers, %d rounds, %s, weight deltas "
+        "%s, coordinator link %s\n",
         cpuModel().c_str(), load.c_str(), model.c_str(), workers, rounds,
-        withMirror ? ("mirror " + mirrorUrl).c_str() : "no mirror",
+        withMirror ? ("mirror " + mirrorUrl).c_str() : "no mirror", weightDeltas.c_str(),
         coordinatorRate > 0 ? (std::to_string(coordinatorRate) + " B/s per connection").c_str()
                             : "loopback");
     std::printf("%6s %14s %14s %14s  %s\n", "round", "weights B", "coord sent B", "workers got B",
@@ -270,7 +328,20 @@ int main(int argc, char** argv) {
             weightsBytes = m.weightsBytes;
             const fs::path wdir = dir / ("worker-" + std::to_string(w));
             fs::create_directories(wdir);
-            for (int kind = 0; kind < 2; ++kind) {
+            const bool fromDeltas = deltas && worker.heldVersion >= 0 && !m.weightDeltas.empty() &&
+                                    m.weightDeltas.front().fromVersion <= worker.heldVersion;
+            if (fromDeltas) {
+                auto got = rebuildFromDeltas(*worker.client, m, worker.heldVersion,
+                                             wdir / "weights", wdir);
+                if (!got) {
+                    std::fprintf(stderr, "worker %d: %s\n", w, got.error().message.c_str());
+                    return 1;
+                }
+                f.receivedBytes += *got;
+                ++f.rebuilt;
+            }
+            worker.heldVersion = m.baseVersion;
+            for (int kind = fromDeltas ? 1 : 0; kind < 2; ++kind) {
                 const fs::path dest = wdir / (kind == 0 ? "weights" : "data");
                 fs::remove(dest);
                 auto got = kind == 0 ? worker.client->downloadWeights(m, dest)
@@ -321,6 +392,8 @@ int main(int argc, char** argv) {
         std::string sources;
         for (const auto& [name, n] : f.from)
             sources += name + " " + std::to_string(n) + "  ";
+        if (deltas)
+            sources += "rebuilt from deltas " + std::to_string(f.rebuilt);
         std::printf("%6d %14lld %14.0f %14lld  %s\n", r, static_cast<long long>(weightsBytes),
                     f.coordinatorBytes, static_cast<long long>(f.receivedBytes), sources.c_str());
         figures.push_back(f);
@@ -328,12 +401,13 @@ int main(int argc, char** argv) {
     if (!jsonFile.empty()) {
         std::ofstream out(jsonFile);
         out << "{\"workers\":" << workers << ",\"mirror\":" << (withMirror ? "true" : "false")
-            << ",\"coordinator_rate\":" << coordinatorRate << ",\"model\":\"" << model
-            << "\",\"weights_bytes\":" << weightsBytes << ",\"load\":\"" << load
-            << "\",\"rounds\":[";
+            << ",\"coordinator_rate\":" << coordinatorRate << ",\"weight_deltas\":\""
+            << weightDeltas << "\",\"model\":\"" << model << "\",\"weights_bytes\":" << weightsBytes
+            << ",\"load\":\"" << load << "\",\"rounds\":[";
         for (size_t i = 0; i < figures.size(); ++i)
             out << (i ? "," : "") << "{\"coordinator_bytes\":" << figures[i].coordinatorBytes
-                << ",\"received_bytes\":" << figures[i].receivedBytes << "}";
+                << ",\"received_bytes\":" << figures[i].receivedBytes
+                << ",\"rebuilt_from_deltas\":" << figures[i].rebuilt << "}";
         out << "]}\n";
     }
     mirror.reset();

@@ -345,6 +345,10 @@ std::vector<float> Coordinator::velocity() {
     std::lock_guard lock(m_impl->mu);
     return m_impl->vel;
 }
+std::vector<float> Coordinator::weightDeltaResidual() {
+    std::lock_guard lock(m_impl->mu);
+    return m_impl->residual;
+}
 int64_t Coordinator::maxUploadBytes() const {
     return m_impl->maxUploadBytes();
 }

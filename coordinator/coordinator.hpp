@@ -13,6 +13,7 @@
 #include "outer.hpp"
 #include "protocol.hpp"
 #include "samples.hpp"
+#include "weight_delta.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -51,6 +52,10 @@ struct CoordinatorConfig {
     int64_t lrWarmupSteps = 100;
     int64_t lrDecaySteps = 0;
     OuterConfig outer;
+    // How a new run's versions move (kernels/weight_delta.hpp, --weight-deltas): off, the outer
+    // step as it is; fp16 or int8, next = old + deq(Q(u + e)) with the residual e carried to the
+    // next round. Stored with the run, so a restart keeps the run's choice.
+    WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;
     int quorum = 2;  // results that close a round
     // With this set, `quorum` is a minimum and a round also waits for every active worker (a
     // client holding a unit with a live heartbeat, or one that has reported to the round): with
@@ -235,6 +240,8 @@ class Coordinator {
     net::PublicKey publicKey() const;
     std::vector<float> weights();   // (P) current version
     std::vector<float> velocity();  // (P) outer momentum
+    // (P) the error-feedback residual of a run with weight deltas; empty without.
+    std::vector<float> weightDeltaResidual();
     int64_t maxUploadBytes() const;
 
     struct Impl;

@@ -88,7 +88,11 @@ struct Coordinator::Impl {
     // The open round.
     int64_t version = 0;                 // the open round = the current weights version
     std::vector<float> theta, vel, sum;  // (P) each; sum is the aggregator's between closes
+    // Runs with weight deltas: the error-feedback residual e of this version (P); else empty.
+    std::vector<float> residual;
     std::map<int64_t, ServedFile> weightFiles;
+    // Runs with weight deltas: the delta to each of the last kKeptWeightDeltas versions.
+    std::map<int64_t, ServedFile> deltaFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
     std::condition_variable closeCv;
     // The Byzantine gate (result_gate.cpp): ||theta|| of thetaNormVersion, and the last outer

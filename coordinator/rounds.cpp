@@ -12,7 +12,8 @@ Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& 
                                        std::span<const float> theta,
                                        std::span<const float> velocity, std::span<const float> sum,
                                        double weightSum, std::span<const LateResults> late,
-                                       const OuterConfig& outer, ThreadPool* pool) {
+                                       const OuterConfig& outer, ThreadPool* pool,
+                                       std::span<const float> residual, WeightDeltaCodec codec) {
     std::vector<float> rebased;
     if (!late.empty())
         rebased.assign(sum.begin(), sum.end());
@@ -26,9 +27,19 @@ Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& 
                              " have the wrong size for " + model.describe());
         coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), pool);
     }
-    NextVersion next{{theta.begin(), theta.end()}, {velocity.begin(), velocity.end()}};
+    NextVersion next{{theta.begin(), theta.end()}, {velocity.begin(), velocity.end()}, {}, {}};
     outerNesterovStep(next.theta, next.velocity, late.empty() ? sum : rebased,
                       static_cast<float>(1.0 / weightSum), outer, pool);
+    if (codec != WeightDeltaCodec::Off) {
+        if (residual.size() != theta.size())
+            return makeError("the weight-delta residual has " + std::to_string(residual.size()) +
+                             " values; expected " + std::to_string(theta.size()));
+        next.residual.assign(residual.begin(), residual.end());
+        auto q = quantizeWithFeedback(theta, next.theta, next.residual, codec, pool);
+        if (!q)
+            return q.error();
+        next.delta = std::move(*q);
+    }
     return next;
 }
 
@@ -73,15 +84,23 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         cfg.testBeforeClose(r);
     // Every committed result of the round in the sum (the aggregator reads their files).
     Status summed = aggregator->drain();
-    auto next =
-        summed
-            ? outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late, cfg.outer, &pool)
-            : Expected<NextVersion>(
-                  makeError(summed.error().message +
-                            "; the round cannot close until a restart rebuilds its sum"));
+    auto next = summed ? outerStepOfRound(dirs, run.model, theta, vel, sum, weightSum, late,
+                                          cfg.outer, &pool, residual, run.weightDeltas)
+                       : Expected<NextVersion>(makeError(
+                             summed.error().message +
+                             "; the round cannot close until a restart rebuilds its sum"));
     Expected<ServedFile> published =
-        next ? dirs.publish(r + 1, run.model, next->theta, next->velocity)
+        next ? dirs.publish(r + 1, run.model, next->theta, next->velocity, next->residual)
              : Expected<ServedFile>(next.error());
+    // The delta r -> r + 1, on disk before the version is committed (listed in manifests after).
+    std::optional<ServedFile> deltaFile;
+    if (published && next->delta) {
+        auto d = dirs.publishWeightDelta(r + 1, *next->delta);
+        if (d)
+            deltaFile = *d;
+        else
+            published = d.error();
+    }
     lock.lock();
     closing = false;
     closeCv.notify_all();
@@ -117,6 +136,7 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     rememberOuterStep(theta, next->theta);
     theta.swap(next->theta);
     vel.swap(next->velocity);
+    residual.swap(next->residual);
     std::fill(sum.begin(), sum.end(), 0.0f);
     version = r + 1;
     metrics.countRoundClosed(
@@ -124,13 +144,21 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     weightFiles[version] = *published;
     while (!weightFiles.empty() && weightFiles.begin()->first < version - cfg.maxStaleness)
         weightFiles.erase(weightFiles.begin());
+    if (deltaFile)
+        deltaFiles[version] = *deltaFile;
+    while (!deltaFiles.empty() &&
+           deltaFiles.begin()->first <= version - kKeptWeightDeltas - cfg.maxStaleness)
+        deltaFiles.erase(deltaFiles.begin());
     cleanStaleFiles(false);
     evalQueue.push_back(EvalJob{r, theta});
     evalCv.notify_all();
     log("round " + std::to_string(r) + " closed: " + std::to_string(contributors) +
         " contributor(s), " + std::to_string(tokens) + " tokens, weight " + fmt(weightSum, 8) +
         (late.empty() ? "" : " (late results re-based onto version " + std::to_string(r) + ")") +
-        "; version " + std::to_string(version) + " published");
+        "; version " + std::to_string(version) + " published" +
+        (next->delta ? std::string(" (") + weightDeltaCodecName(next->delta->codec) + " delta, " +
+                           std::to_string(next->delta->payloadBytes()) + " bytes)"
+                     : std::string()));
     return {};
 }
 

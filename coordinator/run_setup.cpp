@@ -53,6 +53,7 @@ Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg,
     s.lrDecaySteps = cfg.lrDecaySteps;
     s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
     s.resultEncoding = cfg.resultEncoding.value_or(net::kEncodingFp16);
+    s.weightDeltas = cfg.weightDeltas;
     return s;
 }
 
@@ -74,7 +75,8 @@ std::string toJson(const RunSettings& s) {
                 {"lr_decay_steps", s.lrDecaySteps},
                 {"seed", s.seed},
                 {"data", s.dataKind},
-                {"result_encoding", net::encodingName(s.resultEncoding)}};
+                {"result_encoding", net::encodingName(s.resultEncoding)},
+                {"weight_deltas", weightDeltaCodecName(s.weightDeltas)}};
     return config.dump();
 }
 
@@ -109,6 +111,12 @@ Expected<RunSettings> runSettingsFromJson(std::string_view text) {
         return makeError("database: the run's result encoding '" + encoding +
                          "' is unknown; use a newer tandem-coordinator");
     s.resultEncoding = *known;
+    const std::string deltas = c.value("weight_deltas", std::string("off"));
+    auto codec = parseWeightDeltaCodec(deltas);
+    if (!codec)
+        return makeError("database: the run's weight deltas '" + deltas +
+                         "' are unknown; use a newer tandem-coordinator");
+    s.weightDeltas = *codec;
     return s;
 }
 
@@ -142,6 +150,7 @@ Status Coordinator::Impl::createRun() {
             fs::remove(f, ec);
         fs::remove(dirs.weights(0), ec);
         fs::remove(dirs.momentum(0), ec);
+        fs::remove(dirs.residual(0), ec);
         return st;
     };
     const bool bytes = fresh.data.kind == kDataBytes;
@@ -162,7 +171,8 @@ Status Coordinator::Impl::createRun() {
         initParameters(ParameterLayout(m), init, cfg.seed);
     }
     std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
-    auto published = dirs.publish(0, m, init, zeros);
+    const bool deltas = settings.weightDeltas != WeightDeltaCodec::Off;
+    auto published = dirs.publish(0, m, init, zeros, deltas ? zeros : std::span<const float>{});
     if (!published)
         return undo(published.error());
     auto id = insertRun(settings, trainCount, trainSha, written->rows);
@@ -285,6 +295,22 @@ Status Coordinator::Impl::restore() {
     vel = std::move(mom->parameters);
     if (static_cast<int64_t>(theta.size()) != P || static_cast<int64_t>(vel.size()) != P)
         return makeError("weights or momentum have the wrong size for " + run.model.describe());
+    if (run.weightDeltas != cfg.weightDeltas)
+        log(std::string("note: the state directory's run moves by weight deltas '") +
+            weightDeltaCodecName(run.weightDeltas) + "'; --weight-deltas " +
+            weightDeltaCodecName(cfg.weightDeltas) + " applies to new state directories only");
+    residual.clear();
+    if (run.weightDeltas != WeightDeltaCodec::Off) {
+        // Written with the version's weights before the version was committed (publish).
+        auto e = loadCheckpoint(dirs.residual(version), run.model);
+        if (!e)
+            return makeError("weight-delta residual of version " + std::to_string(version) + ": " +
+                             e.error().message + "; the state directory is damaged");
+        if (static_cast<int64_t>(e->parameters.size()) != P)
+            return makeError("the weight-delta residual has the wrong size for " +
+                             run.model.describe());
+        residual = std::move(e->parameters);
+    }
     for (int64_t ver = std::max<int64_t>(0, version - cfg.maxStaleness); ver <= version; ++ver) {
         std::error_code ec;
         if (!fs::exists(dirs.weights(ver), ec))
@@ -293,6 +319,17 @@ Status Coordinator::Impl::restore() {
         if (!h)
             return h.error();
         weightFiles[ver] = ServedFile{dirs.weights(ver), h->bytes, h->digest};
+    }
+    deltaFiles.clear();
+    for (int64_t ver = std::max<int64_t>(1, version - kKeptWeightDeltas - cfg.maxStaleness + 1);
+         run.weightDeltas != WeightDeltaCodec::Off && ver <= version; ++ver) {
+        std::error_code ec;
+        if (!fs::exists(dirs.weightDelta(ver), ec))
+            continue;  // a run that moved without deltas before
+        auto h = net::sha256File(dirs.weightDelta(ver));
+        if (!h)
+            return h.error();
+        deltaFiles[ver] = ServedFile{dirs.weightDelta(ver), h->bytes, h->digest};
     }
     if (auto st = publishBlobs(); !st)
         return st;
@@ -392,6 +429,8 @@ void Coordinator::Impl::cleanStaleFiles(bool startup) {
     std::set<std::string> blobs;
     for (const auto& [ver, file] : weightFiles)
         blobs.insert(net::toHex(file.sha256));
+    for (const auto& [ver, file] : deltaFiles)
+        blobs.insert(net::toHex(file.sha256));
     for (const TrainShard& shard : data.train())
         blobs.insert(net::toHex(shard.file.sha256));
     dirs.blobs().removeUnreferenced(blobs);
@@ -399,6 +438,9 @@ void Coordinator::Impl::cleanStaleFiles(bool startup) {
 
 Status Coordinator::Impl::publishBlobs() {
     for (const auto& [ver, file] : weightFiles)
+        if (auto st = dirs.blobs().publish(file.path, file.sha256); !st)
+            return st;
+    for (const auto& [ver, file] : deltaFiles)
         if (auto st = dirs.blobs().publish(file.path, file.sha256); !st)
             return st;
     for (const TrainShard& shard : data.train())

@@ -28,6 +28,7 @@ struct RunSettings {
     // What the run's results carry (net/result_format.hpp): fixed when the run is created, so
     // that a restart decodes its stored payloads as they were sent.
     uint32_t resultEncoding = net::kEncodingFp16;
+    WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;  // runs from before it: off
 
     // The inner lr over the run's steps: warmup, then constant at the peak, or with
     // lrDecaySteps > 0 a cosine to minLr at that step.

@@ -2,6 +2,7 @@
 
 #include "checkpoint.hpp"
 #include "file_io.hpp"
+#include "weight_delta_file.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -21,8 +22,8 @@ StateDir::StateDir(fs::path root, std::shared_ptr<int> lock)
 
 Expected<StateDir> StateDir::open(const fs::path& root) {
     std::error_code ec;
-    for (const char* sub :
-         {"", "weights", "momentum", "rounds", "uploads", "data", "held", "blobs/sha256"}) {
+    for (const char* sub : {"", "weights", "momentum", "residual", "deltas", "rounds", "uploads",
+                            "data", "held", "blobs/sha256"}) {
         fs::create_directories(root / sub, ec);
         if (ec)
             return makeError("cannot create " + (root / sub).string() + ": " + ec.message());
@@ -49,6 +50,25 @@ fs::path StateDir::momentum(int64_t version) const {
     return m_root / "momentum" / ("v" + std::to_string(version) + ".ckpt");
 }
 
+fs::path StateDir::residual(int64_t version) const {
+    return m_root / "residual" / ("v" + std::to_string(version) + ".ckpt");
+}
+
+fs::path StateDir::weightDelta(int64_t version) const {
+    return m_root / "deltas" / ("v" + std::to_string(version) + ".wdlt");
+}
+
+Expected<ServedFile> StateDir::publishWeightDelta(int64_t toVersion,
+                                                  const QuantizedDelta& delta) const {
+    const auto bytes = serializeWeightDelta(WeightDeltaFile{toVersion - 1, toVersion, delta});
+    if (auto st = writeFileAtomically(weightDelta(toVersion), bytes); !st)
+        return st.error();
+    ServedFile f{weightDelta(toVersion), static_cast<int64_t>(bytes.size()), net::sha256(bytes)};
+    if (auto st = blobs().publish(f.path, f.sha256); !st)
+        return st.error();
+    return f;
+}
+
 fs::path StateDir::round(int64_t number) const {
     return m_root / "rounds" / std::to_string(number);
 }
@@ -59,7 +79,8 @@ fs::path StateDir::payload(int64_t roundNumber, int64_t workUnitId) const {
 
 Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model,
                                        std::span<const float> parameters,
-                                       std::span<const float> velocity) const {
+                                       std::span<const float> velocity,
+                                       std::span<const float> residual) const {
     Checkpoint ck;
     ck.config = model;
     ck.parameters.assign(parameters.begin(), parameters.end());
@@ -73,6 +94,11 @@ Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model
     bytes = serializeCheckpoint(ck);
     if (auto st = writeFileAtomically(momentum(version), bytes); !st)
         return st.error();
+    if (!residual.empty()) {
+        ck.parameters.assign(residual.begin(), residual.end());
+        if (auto st = writeFileAtomically(this->residual(version), serializeCheckpoint(ck)); !st)
+            return st.error();
+    }
     return f;
 }
 
@@ -91,17 +117,21 @@ void StateDir::removeStale(int64_t version, int maxStaleness,
             if (!keepPayloads.count(f.path().filename().string()))
                 fs::remove(f.path(), ec);
     }
-    for (const char* sub : {"weights", "momentum"}) {
+    for (const char* sub : {"weights", "momentum", "residual", "deltas"}) {
+        const bool isDeltas = std::strcmp(sub, "deltas") == 0;
+        const char* suffix = isDeltas ? ".wdlt" : ".ckpt";
         for (auto& e : fs::directory_iterator(m_root / sub, ec)) {
             const std::string name = e.path().filename().string();
-            if (name.size() < 7 || name[0] != 'v' || !name.ends_with(".ckpt")) {
+            if (name.size() < 7 || name[0] != 'v' || !name.ends_with(suffix)) {
                 if (name.ends_with(".tmp"))
                     fs::remove(e.path(), ec);
                 continue;
             }
             const int64_t v = std::atoll(name.c_str() + 1);
             const bool isWeights = std::strcmp(sub, "weights") == 0;
-            const int64_t oldest = isWeights ? version - maxStaleness - 1 : version;
+            const int64_t oldest = isWeights  ? version - maxStaleness - 1
+                                   : isDeltas ? version - kKeptWeightDeltas - maxStaleness + 1
+                                              : version;
             if (v < oldest || v > version)
                 fs::remove(e.path(), ec);
         }

@@ -7,6 +7,7 @@
 
 #include "blob_store.hpp"
 #include "coordinator.hpp"
+#include "weight_delta.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,12 @@
 #include <string>
 
 namespace tandem::coord {
+
+// Weight deltas listed in a manifest: a worker up to this many versions behind its unit's base
+// version rebuilds the weights from a chain of deltas. The coordinator keeps the deltas to the
+// last kKeptWeightDeltas + maxStaleness versions, so that a live unit's manifest (based on a
+// version up to maxStaleness old) names only blobs that are there.
+inline constexpr int kKeptWeightDeltas = 4;
 
 class StateDir {
   public:
@@ -39,6 +46,10 @@ class StateDir {
     BlobStore blobs() const { return BlobStore(m_root / "blobs" / "sha256"); }
     std::filesystem::path weights(int64_t version) const;
     std::filesystem::path momentum(int64_t version) const;
+    // The error-feedback residual of a run with weight deltas (kernels/weight_delta.hpp).
+    std::filesystem::path residual(int64_t version) const;
+    // The weight delta from version - 1 to version (kernels/weight_delta_file.hpp).
+    std::filesystem::path weightDelta(int64_t version) const;
     std::filesystem::path round(int64_t number) const;  // accepted payloads of an open round
     std::filesystem::path payload(int64_t roundNumber, int64_t workUnitId) const;
     // Results held until their twin's result arrives (replication.hpp).
@@ -47,17 +58,24 @@ class StateDir {
         return held() / (std::to_string(workUnitId) + ".f16");
     }
 
-    // Writes weights/v<version>.ckpt and momentum/v<version>.ckpt (each atomically) and publishes
-    // the weights as a blob; returns the weights file as served to workers. parameters,
-    // velocity: (P) for `model`.
+    // Writes weights/v<version>.ckpt, momentum/v<version>.ckpt and, when given,
+    // residual/v<version>.ckpt (each atomically) and publishes the weights as a blob; returns
+    // the weights file as served to workers. All of it is on disk before the caller commits the
+    // version, so a kill -9 leaves either the old version's files in use or the new one's.
+    // parameters, velocity: (P) for `model`; residual: (P) or empty.
     Expected<ServedFile> publish(int64_t version, const ModelConfig& model,
-                                 std::span<const float> parameters,
-                                 std::span<const float> velocity) const;
+                                 std::span<const float> parameters, std::span<const float> velocity,
+                                 std::span<const float> residual = {}) const;
+
+    // Writes deltas/v<toVersion>.wdlt (atomically, before the caller commits the version) and
+    // publishes it as a blob; returns the file as served to workers.
+    Expected<ServedFile> publishWeightDelta(int64_t toVersion, const QuantizedDelta& delta) const;
 
     // With round `version` open: removes the payloads of other rounds and those of this round not
     // in keepPayloads ("<work unit>.f16"), weights older than version - maxStaleness - 1,
-    // momentum other than this version's, and temporary files; at startup also every staging
-    // file of an upload (while running they belong to live uploads).
+    // momentum and residuals other than this version's, weight deltas to versions before
+    // version - kKeptWeightDeltas - maxStaleness + 1, and temporary files; at startup also every
+    // staging file of an upload (while running they belong to live uploads).
     void removeStale(int64_t version, int maxStaleness, const std::set<std::string>& keepPayloads,
                      bool startup) const;
 

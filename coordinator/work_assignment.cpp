@@ -110,9 +110,9 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::repeatedRequest(int64_t cli
     liveness.touch(wuId, clientId, q->integer(3), now());
     log("work unit " + std::to_string(wuId) + " -> client " + std::to_string(clientId) +
         " again (its request was repeated)");
-    WorkOffer offer;
-    offer.manifest = std::move(m.value());
-    return Answer(std::move(offer));
+    std::optional<Answer> answer(std::in_place, WorkOffer{});
+    answer->value().manifest = std::move(m.value());
+    return answer;
 }
 
 Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::WorkRequest& req,
@@ -307,6 +307,20 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     if (m.protocol >= 4) {
         m.weightsUrls = blobUrls(wf.sha256, cfg.mirrors);
         m.dataUrls = blobUrls(shard.file.sha256, cfg.mirrors);
+    }
+    // Version 5: the deltas that end at this version, oldest first (a worker holding an older
+    // version downloads these instead of the weights).
+    if (m.protocol >= 5) {
+        for (int64_t to = version - kKeptWeightDeltas + 1; to <= version; ++to) {
+            auto it = deltaFiles.find(to);
+            if (it == deltaFiles.end()) {
+                m.weightDeltas.clear();  // the chain must be consecutive up to version
+                continue;
+            }
+            m.weightDeltas.push_back(net::WeightDeltaRef{to - 1, it->second.sha256,
+                                                         it->second.bytes,
+                                                         blobUrls(it->second.sha256, cfg.mirrors)});
+        }
     }
     m.sign(key);
 

@@ -160,6 +160,17 @@ HttpResult<DownloadResult> CoordinatorClient::downloadData(const Manifest& manif
     return m_http->download(req);
 }
 
+HttpResult<DownloadResult> CoordinatorClient::downloadWeightDelta(
+    const WeightDeltaRef& delta, const std::filesystem::path& destination,
+    const ProgressCallback& progress) {
+    DownloadRequest req;
+    req.destination = destination;
+    req.expectedSha256 = delta.sha256;
+    req.expectedBytes = delta.bytes;
+    req.progress = progress;
+    return downloadBlob(delta.urls, std::move(req));
+}
+
 HttpResult<DownloadResult> CoordinatorClient::downloadBlob(const std::vector<std::string>& urls,
                                                            DownloadRequest request) {
     const std::vector<std::string> order = m_sources.order(urls);

@@ -69,6 +69,10 @@ class CoordinatorClient {
     HttpResult<DownloadResult> downloadData(const Manifest& manifest,
                                             const std::filesystem::path& destination,
                                             const ProgressCallback& progress = {});
+    // A version 5 manifest's weight delta (its blob URLs as above), checked by its SHA-256.
+    HttpResult<DownloadResult> downloadWeightDelta(const WeightDeltaRef& delta,
+                                                   const std::filesystem::path& destination,
+                                                   const ProgressCallback& progress = {});
 
     // POST /v1/work/{id}/progress; the reply may say "abandon" with a reason.
     HttpResult<ProgressReply> reportProgress(int64_t workUnitId, const ProgressReport& report);

@@ -95,6 +95,16 @@ json manifestBody(const Manifest& m) {
         if (m.resultEncoding == kEncodingInt8)
             j["result_block"] = kInt8ResultBlock;
     }
+    // Version 5: absent when the run has no weight deltas.
+    if (m.protocol >= 5 && !m.weightDeltas.empty()) {
+        json deltas = json::array();
+        for (const WeightDeltaRef& d : m.weightDeltas)
+            deltas.push_back({{"from_version", d.fromVersion},
+                              {"sha256", toHex(d.sha256)},
+                              {"bytes", d.bytes},
+                              {"urls", d.urls}});
+        j["weights"]["deltas"] = deltas;
+    }
     return j;
 }
 
@@ -123,6 +133,49 @@ std::vector<std::string> blobUrls(Reader& r) {
         urls.push_back(u.get<std::string>());
     }
     return urls;
+}
+
+// A version 5 "deltas" list: 1 to kMaxWeightDeltas consecutive deltas ending at baseVersion.
+std::vector<WeightDeltaRef> weightDeltaRefs(Reader& r, int64_t baseVersion) {
+    std::vector<WeightDeltaRef> out;
+    const json* a = r.array("deltas");
+    if (!a)
+        return out;
+    if (a->empty() || a->size() > kMaxWeightDeltas) {
+        r.fail("field 'deltas' must list 1 to " + std::to_string(kMaxWeightDeltas) +
+               " deltas, found " + std::to_string(a->size()));
+        return out;
+    }
+    for (const json& e : *a) {
+        if (!e.is_object()) {
+            r.fail("field 'deltas' must hold objects, found " + e.dump().substr(0, 120));
+            return out;
+        }
+        Reader dr(e, "manifest weight delta");
+        WeightDeltaRef d;
+        d.fromVersion = dr.integer("from_version", 0, kMaxI64);
+        d.sha256 = dr.digest("sha256");
+        d.bytes = dr.integer("bytes", 1, kMaxI64);
+        d.urls = blobUrls(dr);
+        if (!dr.failed() && d.urls.empty())
+            dr.fail("field 'urls' is missing");
+        if (dr.failed()) {
+            r.fail(dr.error().message);
+            return out;
+        }
+        out.push_back(std::move(d));
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+        const int64_t expected = baseVersion - static_cast<int64_t>(out.size() - i);
+        if (out[i].fromVersion != expected) {
+            r.fail("field 'deltas' must be the consecutive deltas up to base version " +
+                   std::to_string(baseVersion) + ", oldest first; found one from version " +
+                   std::to_string(out[i].fromVersion) + " where " + std::to_string(expected) +
+                   " was expected");
+            return {};
+        }
+    }
+    return out;
 }
 
 json receiptBody(const Receipt& r) {
@@ -298,6 +351,8 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
         m.weightsBytes = wr.integer("bytes", 1, kMaxI64);
         if (protocol >= 4 && w->contains("urls"))
             m.weightsUrls = blobUrls(wr);
+        if (protocol >= 5 && w->contains("deltas"))
+            m.weightDeltas = weightDeltaRefs(wr, m.baseVersion);
         if (wr.failed())
             r.fail(wr.error().message);
     }

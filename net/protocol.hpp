@@ -25,10 +25,14 @@ namespace tandem::net {
 // 5: the manifest states the result's encoding ("result_encoding": "fp16" or "int8", and for
 // int8 "result_block": 256); a run that takes int8 results gives work only to workers that ask
 // with 5 or later (an older one would upload fp16), and a fp16 run gives a version 4 manifest to
-// a worker that asks with 4.
+// a worker that asks with 4. "weights" may list "deltas" (issue 15), the quantized updates of a
+// run with weight deltas from the last few versions up to the unit's base version
+// (WeightDeltaRef); a worker that asks with 4 gets none.
 inline constexpr int kProtocolVersion = 5;
 // The first manifest version that states the result encoding.
 inline constexpr int kResultEncodingProtocol = 5;
+// At most this many deltas in a version 5 manifest.
+inline constexpr size_t kMaxWeightDeltas = 8;
 // At most this many URLs per file in a version 4 manifest (the coordinator's own + mirrors).
 inline constexpr size_t kMaxBlobUrls = 16;
 inline constexpr int kOldestProtocolVersion = 2;
@@ -86,6 +90,15 @@ struct WorkRequest {
 };
 
 // The answer to POST /v1/work: one work unit, signed by the coordinator.
+// Version 5: the weight delta from version fromVersion to fromVersion + 1, a content-addressed
+// file (kernels/weight_delta_file.hpp) at urls (as Manifest::weightsUrls).
+struct WeightDeltaRef {
+    int64_t fromVersion = 0;
+    Sha256Digest sha256{};
+    int64_t bytes = 0;
+    std::vector<std::string> urls;
+};
+
 struct Manifest {
     int64_t workUnitId = 0;
     int64_t runId = 0;
@@ -98,6 +111,9 @@ struct Manifest {
     std::vector<std::string> weightsUrls;
     Sha256Digest weightsSha256{};
     int64_t weightsBytes = 0;
+    // Version 5: deltas of consecutive versions ending at baseVersion, oldest first, so that a
+    // worker holding an older version can rebuild these weights (and check weightsSha256).
+    std::vector<WeightDeltaRef> weightDeltas;
     std::string dataUrl;
     // Version 4: the whole shard file as a blob (named by the file's SHA-256), from which the
     // worker takes the unit's bytes with one Range request; as weightsUrls.

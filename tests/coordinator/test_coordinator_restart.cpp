@@ -3,7 +3,8 @@
 // repeatedly. After every restart the committed state must hold: every receipt a client got is
 // in the database, no result counts twice, round totals match their results. At the end the
 // published weights must equal an independent replay (float, DESIGN.md §3) of the accepted
-// results from the initial weights.
+// results from the initial weights. The same with --weight-deltas int8: the replay quantizes each
+// step with error feedback (kernels/weight_delta.hpp), and the residual file must match too.
 //
 // Dimensions: P parameters.
 #include "checkpoint.hpp"
@@ -11,6 +12,7 @@
 #include "protocol.hpp"
 #include "random.hpp"
 #include "result_format.hpp"
+#include "weight_delta.hpp"
 
 #include <httplib.h>
 #include <sqlite3.h>
@@ -99,19 +101,22 @@ class TestCoordinatorRestart : public QObject {
 
     QTemporaryDir m_dir;
     QString m_state, m_corpus;
+    QStringList m_extraArgs;  // the data row's options
     QProcess m_proc;
     int m_port = 0;
 
     bool start() {
         m_proc.setProgram(TANDEM_COORDINATOR_BIN);
         m_proc.setArguments(
-            {"--listen", "127.0.0.1:0", "--state-dir", m_state, "--corpus", m_corpus, "--model",
-             "L=1,NH=2,C=16,T=16", "--inner-steps", "4", "--batch", "2", "--quorum", "2",
-             "--max-staleness", "1", "--threads", "1", "--http-threads", "4",
-             // Random deltas at exact weights: the oracle replays them without the gate.
-             "--min-cosine", "-1", "--clip-norm-ratio", "0", "--max-relative-norm", "0",
-             // Many twins, so that kills land between a held result and its twin's.
-             "--replicate-fraction", "0.3"});
+            QStringList{"--listen", "127.0.0.1:0", "--state-dir", m_state, "--corpus", m_corpus,
+                        "--model", "L=1,NH=2,C=16,T=16", "--inner-steps", "4", "--batch", "2",
+                        "--quorum", "2", "--max-staleness", "1", "--threads", "1", "--http-threads",
+                        "4",
+                        // Random deltas at exact weights: the oracle replays them without the gate.
+                        "--min-cosine", "-1", "--clip-norm-ratio", "0", "--max-relative-norm", "0",
+                        // Many twins, so that kills land between a held result and its twin's.
+                        "--replicate-fraction", "0.3"} +
+            m_extraArgs);
         m_proc.setProcessChannelMode(QProcess::SeparateChannels);
         m_proc.start();
         if (!m_proc.waitForStarted(10000))
@@ -142,7 +147,6 @@ class TestCoordinatorRestart : public QObject {
   private slots:
     void initTestCase() {
         std::signal(SIGPIPE, SIG_IGN);  // writes to a killed server must fail, not kill the test
-        m_state = m_dir.path() + "/state";
         m_corpus = m_dir.path() + "/corpus.txt";
         std::ofstream out(m_corpus.toStdString());
         Rng rng(5);
@@ -176,7 +180,16 @@ class TestCoordinatorRestart : public QObject {
         QVERIFY(p.readAllStandardError().contains("give --corpus"));
     }
 
+    void killNineRepeatedly_data() {
+        QTest::addColumn<QString>("weightDeltas");
+        QTest::newRow("plain") << QString("off");
+        QTest::newRow("int8 weight deltas") << QString("int8");
+    }
     void killNineRepeatedly() {
+        QFETCH(QString, weightDeltas);
+        m_state = m_dir.path() + "/state-" + weightDeltas;
+        m_extraArgs = QStringList{"--weight-deltas", weightDeltas};
+        const bool deltas = weightDeltas != "off";
         const int kills = qEnvironmentVariableIntValue("TANDEM_RESTART_KILLS") > 0
                               ? qEnvironmentVariableIntValue("TANDEM_RESTART_KILLS")
                               : 6;
@@ -340,6 +353,10 @@ class TestCoordinatorRestart : public QObject {
                 auto w = net::sha256File(blob(m.weightsUrls[0]));
                 QVERIFY2(w.ok() && w->digest == m.weightsSha256, m.weightsUrls[0].c_str());
                 QVERIFY2(net::sha256File(blob(m.dataUrls[0])).ok(), m.dataUrls[0].c_str());
+                for (const auto& d : m.weightDeltas) {  // protocol 5, --weight-deltas
+                    auto h = net::sha256File(blob(d.urls[0]));
+                    QVERIFY2(h.ok() && h->digest == d.sha256, d.urls[0].c_str());
+                }
             }
         }
         QVERIFY2(receipts.size() >= 4,
@@ -378,7 +395,8 @@ class TestCoordinatorRestart : public QObject {
         Sql db((m_state + "/coordinator.db").toStdString());
         const int64_t version = db.integer("SELECT version FROM runs");
         QVERIFY(version >= 1);
-        std::vector<float> theta = initial->parameters, vel(size_t(P), 0.0f);
+        std::vector<float> theta = initial->parameters, vel(size_t(P), 0.0f),
+                           residual(size_t(P), 0.0f);
         int twinResults = 0;
         std::vector<std::vector<float>> history;  // weights of every version so far
         const float lr = 0.35f, mu = 0.9f;        // the coordinator's default outer step
@@ -423,6 +441,9 @@ class TestCoordinatorRestart : public QObject {
                 vel[size_t(i)] = mu * vel[size_t(i)] + dd;
                 theta[size_t(i)] = theta[size_t(i)] - lr * (dd + mu * vel[size_t(i)]);
             }
+            if (deltas)
+                QVERIFY(
+                    quantizeWithFeedback(history.back(), theta, residual, WeightDeltaCodec::Int8));
         }
         auto published = loadCheckpoint(
             (m_state + "/weights/v" + QString::number(version) + ".ckpt").toStdString());
@@ -432,6 +453,11 @@ class TestCoordinatorRestart : public QObject {
             (m_state + "/momentum/v" + QString::number(version) + ".ckpt").toStdString());
         QVERIFY(momentum.ok());
         QVERIFY(momentum->parameters == vel);
+        auto stored = loadCheckpoint(
+            (m_state + "/residual/v" + QString::number(version) + ".ckpt").toStdString());
+        QCOMPARE(stored.ok(), deltas);
+        if (deltas)
+            QVERIFY2(stored->parameters == residual, "the stored residual differs from the replay");
         qInfo(
             "%d kills, %d uploads, %zu accepted, %lld rounds closed, %d held for a twin, %d "
             "committed as agreeing twins",

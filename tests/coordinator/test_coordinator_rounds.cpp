@@ -182,6 +182,69 @@ class TestCoordinatorRounds : public QObject {
         QCOMPARE(f.work(a).baseVersion, int64_t{1});
     }
 
+    // --weight-deltas int8: the momentum is the plain run's, the weights are the plain run's
+    // step quantized (weights + residual = the plain run's weights), the residual is written
+    // with its version and restored after a restart: a restarted run goes on bit for bit like one
+    // that never stopped.
+    void weightDeltasCarryTheResidual() {
+        auto plainCfg = exactConfig();
+        auto cfg = plainCfg;
+        cfg.weightDeltas = WeightDeltaCodec::Int8;
+        DirectCoordinator plain(plainCfg), restarted(cfg), steady(cfg);
+        for (auto* f : {&plain, &restarted, &steady})
+            QVERIFY2(f->t().ok(), f->t().error().c_str());
+        const int64_t P = plain.coordinator().parameterCount();
+        QVERIFY(plain.coordinator().weightDeltaResidual().empty());
+        QCOMPARE(restarted.coordinator().weightDeltaResidual(),
+                 std::vector<float>(static_cast<size_t>(P), 0.0f));
+        // Two results per round, of different sizes and one direction.
+        auto round = [&](DirectCoordinator& f, int n) {
+            for (int k = 0; k < 2; ++k) {
+                auto client = f.registerClient("c" + std::to_string(n) + std::to_string(k));
+                const auto m = f.work(client);
+                if (!f.upload(client,
+                              buildResult(m, patternDelta(P, 1.0f + 2.0f * k + n), client.key, 64))
+                         .ok())
+                    return false;
+            }
+            return f.coordinator().currentVersion() == n + 1;
+        };
+        for (auto* f : {&plain, &restarted, &steady})
+            QVERIFY(round(*f, 0));
+        const auto target = plain.coordinator().weights();
+        const auto weights = restarted.coordinator().weights();
+        const auto residual = restarted.coordinator().weightDeltaResidual();
+        QCOMPARE(restarted.coordinator().velocity(), plain.coordinator().velocity());
+        double worst = 0, largest = 0;
+        int64_t moved = 0;
+        for (int64_t i = 0; i < P; ++i) {
+            const auto k = static_cast<size_t>(i);
+            worst = std::max(worst, std::abs(double(weights[k]) + residual[k] - target[k]));
+            largest = std::max(largest, double(std::abs(residual[k])));
+            moved += weights[k] != target[k];
+        }
+        QVERIFY2(worst < 1e-6, qPrintable(QString::number(worst)));
+        QVERIFY2(moved > 0, "the int8 step left the weights exactly where the plain step did");
+        // Half an int8 step of the largest move (0.75 x 2 x 0.003 here) at most.
+        QVERIFY2(largest > 0 && largest < 0.0045 / 254 * 1.01,
+                 qPrintable(QString::number(largest)));
+        QVERIFY(restarted.logged("version 1 published (int8 delta, " +
+                                 std::to_string(P + 4 * ((P + 255) / 256)) + " bytes)"));
+        QVERIFY(!restarted.readStateFile("residual/v1.ckpt").empty());
+        QVERIFY(restarted.readStateFile("residual/v0.ckpt").empty());
+        QVERIFY(plain.readStateFile("residual/v1.ckpt").empty());
+
+        restarted.t().close();
+        restarted.t().open();
+        QVERIFY2(restarted.t().ok(), restarted.t().error().c_str());
+        QCOMPARE(restarted.coordinator().weightDeltaResidual(), residual);
+        QVERIFY(round(restarted, 1));
+        QVERIFY(round(steady, 1));
+        QCOMPARE(restarted.coordinator().weights(), steady.coordinator().weights());
+        QCOMPARE(restarted.coordinator().weightDeltaResidual(),
+                 steady.coordinator().weightDeltaResidual());
+    }
+
     void quorumOfActiveWorkers() {
         auto cfg = exactConfig();
         cfg.quorum = 1;

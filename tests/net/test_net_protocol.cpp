@@ -181,6 +181,53 @@ class TestNetProtocol : public QObject {
         auto noSig = Manifest::fromJson(replace("\"signature\"", "\"signatur\""));
         QVERIFY(contains(noSig.error().message, "'signature' is missing"));
     }
+    // Version 5 (issue 15): "weights" may list the consecutive weight deltas up to the base
+    // version, signed; malformed lists are refused with the reason; a version 4 manifest has none.
+    void weightDeltaVersions() {
+        auto key = SigningKey::generate();
+        Manifest m = sampleManifest();
+        m.baseVersion = 7;
+        for (int64_t from : {5, 6})
+            m.weightDeltas.push_back(WeightDeltaRef{
+                from,
+                sha256(std::vector<uint8_t>(3, static_cast<uint8_t>(from))),
+                1000 + from,
+                {"/blobs/sha256/" + std::string(64, 'a'), "https://m.example/blobs/sha256/x"}});
+        m.sign(*key);
+        const std::string text = m.toJson();
+        QVERIFY(contains(text, "\"deltas\":[{\"bytes\":1005"));
+        auto back = Manifest::fromJson(text);
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QVERIFY(back->verify(key->publicKey()));
+        QCOMPARE(back->weightDeltas.size(), size_t{2});
+        QCOMPARE(back->weightDeltas[1].fromVersion, int64_t{6});
+        QCOMPARE(back->weightDeltas[1].bytes, int64_t{1006});
+        QVERIFY(back->weightDeltas[0].sha256 == m.weightDeltas[0].sha256);
+        QCOMPARE(back->weightDeltas[0].urls, m.weightDeltas[0].urls);
+        Manifest tampered = *back;
+        tampered.weightDeltas[0].bytes += 1;
+        QVERIFY(!tampered.verify(key->publicKey()));
+        auto replace = [&](const std::string& from, const std::string& to) {
+            std::string t = text;
+            const size_t at = t.find(from);
+            Q_ASSERT(at != std::string::npos);
+            return t.replace(at, from.size(), to);
+        };
+        auto gap = Manifest::fromJson(replace("\"from_version\":5", "\"from_version\":4"));
+        QVERIFY(contains(gap.error().message, "consecutive deltas up to base version 7"));
+        auto noUrls = Manifest::fromJson(replace("\"urls\":[\"/blobs/sha256/aaaa", "\"u\":[\"/"));
+        QVERIFY(!noUrls);
+        auto empty = Manifest::fromJson(replace("\"deltas\":[", "\"deltas\":[],\"x\":["));
+        QVERIFY(contains(empty.error().message, "must list 1 to 8 deltas"));
+        // Version 4: the field is not written, and not read.
+        Manifest v4 = m;
+        v4.protocol = 4;
+        v4.sign(*key);
+        QVERIFY(!contains(v4.toJson(), "deltas"));
+        auto back4 = Manifest::fromJson(v4.toJson());
+        QVERIFY(back4.ok());
+        QVERIFY(back4->weightDeltas.empty());
+    }
     // Version 3 adds start_blend. A worker that asks with version 2 (or an older worker that
     // does not say) gets a version 2 manifest without it, signed as such, and a version 3
     // worker still reads a version 2 manifest (start_blend 0: start from the weights).
