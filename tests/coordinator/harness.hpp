@@ -173,8 +173,8 @@ struct BuiltResult {
     net::ResultHeader header;
 };
 
-inline BuiltResult buildResult(const net::Manifest& m, const std::vector<uint16_t>& payload,
-                               const net::SigningKey& key, int64_t tokens = 0) {
+// The header a worker would send for unit m (tokens 0: all that its steps trained).
+inline net::ResultHeader resultHeaderFor(const net::Manifest& m, int64_t tokens) {
     net::ResultHeader h;
     h.workUnitId = m.workUnitId;
     h.tokens = tokens > 0 ? tokens : int64_t{m.innerSteps} * m.batch * m.seqLen;
@@ -182,33 +182,33 @@ inline BuiltResult buildResult(const net::Manifest& m, const std::vector<uint16_
     h.lossFirst = 5.5f;
     h.lossLast = 3.0f;
     h.lossMean = 4.0f;
+    return h;
+}
+
+// A whole body, with its header parsed back and signed as the worker signs it.
+inline BuiltResult signedResult(std::vector<uint8_t> body, const net::SigningKey& key) {
     BuiltResult out;
-    out.body = net::buildResult(h, payload);
+    out.body = std::move(body);
     out.header = *net::parseResultHeader(out.body);
     out.signature = net::toBase64(key.sign(net::resultDigest(out.header)));
     return out;
+}
+
+inline BuiltResult buildResult(const net::Manifest& m, const std::vector<uint16_t>& payload,
+                               const net::SigningKey& key, int64_t tokens = 0) {
+    return signedResult(net::buildResult(resultHeaderFor(m, tokens), payload), key);
 }
 
 // The same for a payload already in its encoding's bytes (net/result_format.hpp).
 inline BuiltResult buildEncodedResult(const net::Manifest& m, uint32_t encoding,
                                       const std::vector<uint8_t>& payload,
                                       const net::SigningKey& key, int64_t tokens = 0) {
-    net::ResultHeader h;
-    h.workUnitId = m.workUnitId;
+    net::ResultHeader h = resultHeaderFor(m, tokens);
     h.encoding = encoding;
     h.parameterCount = static_cast<int64_t>(
         encoding == net::kEncodingFp16 ? payload.size() / 2
                                        : payload.size() - 4 * ((payload.size() + 259) / 260));
-    h.tokens = tokens > 0 ? tokens : int64_t{m.innerSteps} * m.batch * m.seqLen;
-    h.steps = m.innerSteps;
-    h.lossFirst = 5.5f;
-    h.lossLast = 3.0f;
-    h.lossMean = 4.0f;
-    BuiltResult out;
-    out.body = net::buildResult(h, std::span<const uint8_t>(payload)).value();
-    out.header = *net::parseResultHeader(out.body);
-    out.signature = net::toBase64(key.sign(net::resultDigest(out.header)));
-    return out;
+    return signedResult(net::buildResult(h, std::span<const uint8_t>(payload)).value(), key);
 }
 
 }  // namespace tandem::testing

@@ -2,6 +2,7 @@
 // weighted accumulation against a double-precision oracle, and threads not changing any bit.
 #include "codec.hpp"
 #include "random.hpp"
+#include "random_floats.hpp"
 #include "thread_pool.hpp"
 
 #include <QtTest>
@@ -18,6 +19,7 @@
 #endif
 
 using namespace tandem;
+using testing::randomFloats;
 
 namespace {
 
@@ -51,14 +53,6 @@ __attribute__((target("f16c"))) float hardwareHalfToFloat(uint16_t h) {
     return _cvtsh_ss(h);
 }
 #endif
-
-std::vector<float> randomFloats(int64_t n, uint64_t seed, float scale) {
-    Rng rng(seed);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v)
-        x = scale * rng.normal();
-    return v;
-}
 
 }  // namespace
 

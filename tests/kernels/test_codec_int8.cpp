@@ -2,7 +2,7 @@
 // oracle, zero blocks, a partial last block, NaN/Inf refusal, size errors, weighted accumulation,
 // and threads not changing any byte.
 #include "codec_int8.hpp"
-#include "random.hpp"
+#include "random_floats.hpp"
 #include "thread_pool.hpp"
 
 #include <QtTest>
@@ -13,16 +13,9 @@
 #include <vector>
 
 using namespace tandem;
+using testing::randomFloats;
 
 namespace {
-
-std::vector<float> randomFloats(int64_t n, uint64_t seed, float scale) {
-    Rng rng(seed);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v)
-        x = scale * rng.normal();
-    return v;
-}
 
 struct Encoded {
     std::vector<int8_t> values;

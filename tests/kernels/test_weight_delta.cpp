@@ -4,7 +4,7 @@
 // error feedback keeping the sum of applied updates within one step's quantization error of the
 // true sum over many rounds, fp16 saturation carried in the residual, and the refusals.
 #include "codec.hpp"
-#include "random.hpp"
+#include "random_floats.hpp"
 #include "thread_pool.hpp"
 #include "weight_delta.hpp"
 
@@ -16,16 +16,9 @@
 #include <vector>
 
 using namespace tandem;
+using testing::randomFloats;
 
 namespace {
-
-std::vector<float> randomFloats(int64_t n, uint64_t seed, float scale) {
-    Rng rng(seed);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v)
-        x = scale * rng.normal();
-    return v;
-}
 
 bool sameBytes(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
