@@ -13,6 +13,11 @@ PyTorch is Debian's python3-torch (1.13) with the OpenMP build of OpenBLAS (libo
 it is put first on PyTorch's library path, so the system's default BLAS stays as it is).
 Run it with `nice -n 10` on a shared machine.
 
+With --backend cuda both sides train on GPU 0 instead (Tandem's CUDA backend; PyTorch in fp32 with
+TF32 off, the python that has a CUDA PyTorch given with --python); --threads is then ignored.
+--sdpa gives PyTorch 2's fused attention (F.scaled_dot_product_attention) instead of the
+written-out one.
+
 Usage: compare_torch_step.py --bin BUILD/bench/tandem-bench-step [--configs small,medium]
        [--threads 1,2] [--batch 8] [--rounds 5] [--steps 5] [--warmup 1] [--json FILE]
 """
@@ -34,7 +39,7 @@ def load_average():
 
 
 def run_tandem(args, config, threads, dump_dir, out_json, dump):
-    command = [args.bin, "--backend", "cpu", "--config", config, "--batch", str(args.batch),
+    command = [args.bin, "--backend", args.backend, "--config", config, "--batch", str(args.batch),
                "--threads", str(threads), "--steps", str(args.steps), "--warmup",
                str(args.warmup), "--json", out_json]
     if dump:
@@ -47,9 +52,10 @@ def run_tandem(args, config, threads, dump_dir, out_json, dump):
 def run_torch(args, threads, dump_dir, tandem_json, out_json):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env["LD_LIBRARY_PATH"] = ":".join(p for p in [args.torch_blas, env.get("LD_LIBRARY_PATH")] if p)
-    subprocess.run(["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), "--dump", dump_dir,
-                    "--run", tandem_json, "--threads", str(threads), "--json", out_json],
-                   check=True, env=env)
+    device = "cuda" if args.backend.startswith("cuda") else "cpu"
+    subprocess.run([args.python, os.path.join(HERE, "torch_step.py"), "--dump", dump_dir,
+                    "--run", tandem_json, "--threads", str(threads), "--json", out_json,
+                    "--device", device] + (["--sdpa"] if args.sdpa else []), check=True, env=env)
     run = json.load(open(out_json))
     return {"stepMs": run["stepMs"], "cpuMs": statistics.median(run["cpuMs"]),
             "losses": run["losses"]}
@@ -107,6 +113,7 @@ def compare(args, config, threads, work):
         # libgomp spins at PyTorch's barriers unless this says PASSIVE: on a loaded machine that
         # decides its two-thread times (docs/benchmarks.md)
         "torchOmpWaitPolicy": os.environ.get("OMP_WAIT_POLICY", "unset"),
+        "torchAttention": "sdpa" if args.sdpa else "written out", "backend": args.backend,
         "maxLossDifference": worst,
         "firstLoss": rounds[0]["tandem"]["losses"][0],
     }
@@ -125,10 +132,18 @@ def main():
     parser.add_argument("--torch-blas", default=OPENMP_BLAS,
                         help="folder put first on PyTorch's library path (its BLAS)")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--backend", default="cpu", help="Tandem's backend: cpu or cuda")
+    parser.add_argument("--python", default="/usr/bin/python3", help="the python with PyTorch")
+    parser.add_argument("--sdpa", action="store_true",
+                        help="PyTorch's attention through F.scaled_dot_product_attention")
     args = parser.parse_args()
+    if args.backend not in ("cpu", "cuda"):
+        parser.error("--backend is cpu or cuda")
+    if args.backend == "cuda":
+        args.threads = "1"
     if args.rounds < 1 or args.steps < 1:
         parser.error("--rounds and --steps must be at least 1")
-    if not os.path.exists(os.path.join(args.torch_blas, "libblas.so.3")):
+    if args.backend == "cpu" and not os.path.exists(os.path.join(args.torch_blas, "libblas.so.3")):
         sys.exit(f"compare_torch_step: no libblas.so.3 in {args.torch_blas} "
                  "(apt-get install libopenblas0-openmp, or give --torch-blas)")
 

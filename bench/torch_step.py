@@ -7,8 +7,10 @@ The model is written as a PyTorch user would write it (nanoGPT's layout, without
 attention, which PyTorch 1.13 lacks): F.linear, F.layer_norm, F.gelu(approximate="tanh"), a
 masked softmax over the full (T, T) scores, F.cross_entropy; the output layer tied to wte.
 
-Needs Debian's python3-torch (1.13). Threads: torch.set_num_threads(--threads); which BLAS
-PyTorch calls is chosen by the caller through LD_LIBRARY_PATH (see compare_torch_step.py).
+Needs Debian's python3-torch (1.13) on the CPU. Threads: torch.set_num_threads(--threads); which
+BLAS PyTorch calls is chosen by the caller through LD_LIBRARY_PATH (see compare_torch_step.py).
+With --device cuda it trains on GPU 0 in fp32 with TF32 off (Tandem's CUDA backend uses none) and
+times each step between two synchronisations.
 
 Dimensions: B batch, T sequence, C channels, NH heads, hs = C / NH, V vocab, Vp padded vocab.
 """
@@ -23,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 
-def load_parameters(dump_dir):
+def load_parameters(dump_dir, device):
     """{name: leaf tensor} from layout.tsv and parameters.f32 (tandem's flat buffer)."""
     flat = np.fromfile(os.path.join(dump_dir, "parameters.f32"), dtype="<f4")
     tensors = {}
@@ -33,26 +35,30 @@ def load_parameters(dump_dir):
             shape = [int(d) for d in shape]
             begin = int(offset)
             values = flat[begin:begin + math.prod(shape)].reshape(shape)
-            tensors[name] = torch.tensor(values, requires_grad=True)
+            tensors[name] = torch.tensor(values, device=device, requires_grad=True)
     return tensors
 
 
-def forward(p, inputs, targets, layers, heads, vocab):
+def forward(p, inputs, targets, layers, heads, vocab, sdpa=False):
     """Mean cross-entropy loss. inputs, targets (B,T) int64."""
     B, T = inputs.shape
     wte = p["wte"]  # (Vp, C)
     C = wte.shape[1]
     hs = C // heads
     x = wte[inputs] + p["wpe"][:T]  # (B,T,C)
-    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    mask = torch.ones(T, T, dtype=torch.bool, device=inputs.device).tril()
     for layer in range(layers):
         b = f"blocks.{layer}."
         h = F.layer_norm(x, (C, ), p[b + "ln1.weight"], p[b + "ln1.bias"], 1e-5)
         qkv = F.linear(h, p[b + "attn.qkv.weight"], p[b + "attn.qkv.bias"])  # (B,T,3C)
         q, k, v = (t.view(B, T, heads, hs).transpose(1, 2) for t in qkv.split(C, dim=2))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B,NH,T,T)
-        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if sdpa:  # PyTorch 2's fused attention, as nanoGPT uses it
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B,NH,T,T)
+            att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         x = x + F.linear(y, p[b + "attn.proj.weight"], p[b + "attn.proj.bias"])
         h = F.layer_norm(x, (C, ), p[b + "ln2.weight"], p[b + "ln2.bias"], 1e-5)
         h = F.gelu(F.linear(h, p[b + "mlp.fc.weight"], p[b + "mlp.fc.bias"]), approximate="tanh")
@@ -68,16 +74,27 @@ def main():
     parser.add_argument("--run", required=True, help="tandem-bench-step --json FILE of that run")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--json", required=True, help="where to write losses and step times")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--sdpa", action="store_true",
+                        help="attention through F.scaled_dot_product_attention (PyTorch 2)")
     args = parser.parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
     torch.set_num_threads(args.threads)
     run = json.load(open(args.run))["runs"][0]
     B, T, vocab = run["batch"], run["seqLen"], run["vocab"]
     total_steps = run["warmup"] + run["steps"]
     tokens = np.fromfile(os.path.join(args.dump, "tokens.i32"), dtype="<i4")
-    tokens = torch.from_numpy(tokens.astype(np.int64).reshape(total_steps, 2, B, T))
+    tokens = torch.from_numpy(tokens.astype(np.int64).reshape(total_steps, 2, B, T)).to(device)
 
-    p = load_parameters(args.dump)
+    p = load_parameters(args.dump, device)
     # tandem's AdamWConfig defaults and tandem-bench-step's lr; decay on matrices only.
     decays = [t for t in p.values() if t.dim() >= 2]
     others = [t for t in p.values() if t.dim() < 2]
@@ -88,19 +105,21 @@ def main():
     losses, step_ms, cpu_ms = [], [], []
     for step in range(total_steps):
         inputs, targets = tokens[step, 0], tokens[step, 1]
+        sync()
         cpu_start, start = time.process_time(), time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = forward(p, inputs, targets, run["layers"], run["heads"], vocab)
+        loss = forward(p, inputs, targets, run["layers"], run["heads"], vocab, args.sdpa)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
+        sync()
         end, cpu_end = time.perf_counter(), time.process_time()
         losses.append(loss.item())
         if step >= run["warmup"]:
             step_ms.append(1e3 * (end - start))
             cpu_ms.append(1e3 * (cpu_end - cpu_start))
     with open(args.json, "w") as out:
-        json.dump({"backend": "pytorch " + torch.__version__, "threads": torch.get_num_threads(),
+        json.dump({"backend": f"pytorch {torch.__version__} {device.type}" + (" sdpa" if args.sdpa else ""), "threads": torch.get_num_threads(),
                    "losses": losses, "stepMs": step_ms, "cpuMs": cpu_ms}, out)
 
 

@@ -257,7 +257,9 @@ class TestVocabPadding : public QObject {
     }
 
     // The estimate's backend part is what the emulated device allocates (256-byte granules, a
-    // few buffers), and on a real GPU what cudaMemGetInfo sees go (within 10%).
+    // few buffers), and on a real GPU what cudaMemGetInfo sees go: within 10%, plus up to 2 MiB a
+    // buffer, since the driver maps device memory in 2 MiB pages (a small buffer can take a
+    // page of its own, or none when it fits into one mapped before: seen on an H200).
     void estimateMatchesDeviceAllocation_data() {
         QTest::addColumn<QString>("config");
         QTest::addColumn<int>("B");
@@ -273,8 +275,11 @@ class TestVocabPadding : public QObject {
         const int64_t hostStaging = int64_t{B} * c.maxSeqLen * 4;  // the losses, on the host
         auto emulated = make("cuda-emulated");
         const int64_t before = int64_t(emu::deviceMemoryInUse());
+        const int64_t buffersBefore = int64_t(emu::deviceAllocationsLive());
         VERIFY_OK(emulated->allocate(c, B, c.maxSeqLen));
         const int64_t used = int64_t(emu::deviceMemoryInUse()) - before;
+        const int64_t buffers = int64_t(emu::deviceAllocationsLive()) - buffersBefore;
+        QVERIFY(buffers >= 1);
         QVERIFY2(std::abs(used - (e.backendBytes() - hostStaging)) <= 8 * 256,
                  qPrintable(QString("allocated %1, estimated %2").arg(used).arg(e.backendBytes())));
 #if TANDEM_HAVE_CUDA
@@ -285,9 +290,11 @@ class TestVocabPadding : public QObject {
         const int64_t freeBefore = cuda_device::availableDeviceBytes(0);
         VERIFY_OK((*gpu)->allocate(c, B, c.maxSeqLen));
         const int64_t gone = freeBefore - cuda_device::availableDeviceBytes(0);
-        qInfo("GPU: %lld bytes gone, %lld estimated", static_cast<long long>(gone),
-              static_cast<long long>(e.backendBytes()));
-        QVERIFY(std::abs(double(gone - e.backendBytes())) <= 0.1 * double(e.backendBytes()));
+        qInfo("GPU: %lld bytes gone, %lld estimated, %lld buffers", static_cast<long long>(gone),
+              static_cast<long long>(e.backendBytes()), static_cast<long long>(buffers));
+        const double pages = double(buffers) * double(2 << 20);
+        QVERIFY(std::abs(double(gone - e.backendBytes())) <=
+                0.1 * double(e.backendBytes()) + pages);
 #else
         QSKIP("built without nvcc: no cudaMemGetInfo check");
 #endif

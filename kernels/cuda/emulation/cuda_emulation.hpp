@@ -264,6 +264,7 @@ Schedule schedule();
 void setDeviceMemoryCapacity(size_t bytes);
 size_t deviceMemoryCapacity();
 size_t deviceMemoryInUse();
+size_t deviceAllocationsLive();
 
 // Number of OS threads blocks are spread over (default: hardware threads, at most 8).
 void setWorkerThreads(int threads);

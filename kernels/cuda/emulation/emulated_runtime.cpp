@@ -44,6 +44,10 @@ size_t deviceMemoryInUse() {
     std::lock_guard lock(gMemoryMutex);
     return gInUse;
 }
+size_t deviceAllocationsLive() {
+    std::lock_guard lock(gMemoryMutex);
+    return gAllocations.size();
+}
 
 // ---- the runtime API ----------------------------------------------------------------------------
 const char* cudaGetErrorName(cudaError_t error) {
