@@ -153,6 +153,7 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.innerStepsMin = status->innerStepsMin;
     r.innerStepsMax = status->innerStepsMax;
     r.tokenBytes = status->tokenBytes;
+    r.resultEncoding = status->resultEncoding;
     if (status->latestExport) {
         r.latestExportPath = q(status->latestExport->path);
         r.latestExportFormat = q(status->latestExport->format);

@@ -198,6 +198,8 @@ net::RunStatus Coordinator::status() {
     s.innerStepsMax = c.run.innerSteps;
     if (!c.data.train().empty())
         s.tokenBytes = c.data.train().front().tokens.width;
+    s.resultEncoding = net::encodingName(c.run.resultEncoding);
+    s.weightDeltas = weightDeltaCodecName(c.run.weightDeltas);
     auto h = c.db.prepare(
         "SELECT round, val_loss, contributors, tokens FROM rounds WHERE run_id = ? AND closed_unix "
         "IS NOT NULL ORDER BY round");

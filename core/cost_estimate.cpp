@@ -21,7 +21,9 @@ double transferSeconds(int64_t bytes, double mbitPerSecond) {
 
 CostEstimate estimateCosts(const CostInputs& in) {
     CostEstimate c;
-    c.uploadBytesPerUnit = 2 * in.parameterCount + static_cast<int64_t>(net::kResultHeaderBytes);
+    const int64_t payload = net::resultPayloadBytes(in.resultEncoding, in.parameterCount);
+    c.uploadBytesPerUnit = (payload > 0 ? payload : 2 * in.parameterCount) +
+                           static_cast<int64_t>(net::kResultHeaderBytes);
     // Once the worker has uploaded a result the coordinator knows its uplink and makes a unit
     // last at least as long as its upload: the estimate is of that steady state.
     UnitSizing sizing = in.sizing;

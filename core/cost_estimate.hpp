@@ -5,6 +5,7 @@
 // donor's hours. Plain numbers; the wizard and the Overview format them (docs/costs.md).
 #pragma once
 
+#include "result_format.hpp"
 #include "rules.hpp"
 #include "unit_sizing.hpp"
 
@@ -23,8 +24,9 @@ struct CostInputs {
     int64_t parameterCount = 0;  // P, as the coordinator counts it (padded)
     UnitSizing sizing;           // the run's B x T, target seconds and limits on H
     int tokenBytes = 1;          // of the unit's data range
-    double tokensPerSecond = 0;  // the device's measured speed; 0: not measured
-    double setupSeconds = 0;     // per unit: loading the weights into the device
+    uint32_t resultEncoding = net::kEncodingFp16;  // the run's (GET /v1/status)
+    double tokensPerSecond = 0;                    // the device's measured speed; 0: not measured
+    double setupSeconds = 0;                       // per unit: loading the weights into the device
     double downMbitPerSecond = 0, upMbitPerSecond = 0;  // 0: not measured
     double latencyMs = 0;
     double hoursPerDay = 24;  // how long the device may work each day
@@ -37,7 +39,7 @@ struct CostEstimate {
     int innerSteps = 0;  // H the coordinator will give this device
     int64_t tokensPerUnit = 0;
     int64_t downloadBytesPerUnit = 0;  // fp32 weights, the data range and the manifest
-    int64_t uploadBytesPerUnit = 0;    // fp16 pseudo-gradient and its header
+    int64_t uploadBytesPerUnit = 0;    // the encoded pseudo-gradient and its header
     double downloadSecondsPerUnit = 0;
     double uploadSecondsPerUnit = 0;
     double trainSecondsPerUnit = 0;

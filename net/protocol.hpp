@@ -244,6 +244,10 @@ struct RunStatus {
     // worker's throughput; each token of a unit's data range takes tokenBytes (0: not said).
     int innerStepsMin = 0, innerStepsMax = 0;
     int tokenBytes = 0;
+    // What a unit sends and receives (empty: not said, an older coordinator: fp16 results and
+    // full weights): the result encoding ("fp16", "int8") and the weight deltas ("off", "fp16",
+    // "int8"), so that a donor's cost estimate counts the bytes this run moves.
+    std::string resultEncoding, weightDeltas;
     std::vector<RoundSummary> history;          // one entry per closed round, oldest first
     std::optional<ExportInfo> latestExport;     // absent: none made
     std::optional<SampleSummary> latestSample;  // what the newest sampled version wrote

@@ -2,6 +2,7 @@
 #include "protocol.hpp"
 
 #include "protocol_json.hpp"
+#include "result_format.hpp"
 
 namespace tandem::net {
 
@@ -42,6 +43,10 @@ std::string RunStatus::toJson() const {
              {"inner_steps_max", innerStepsMax},
              {"token_bytes", tokenBytes},
              {"history", history_}};
+    if (!resultEncoding.empty())
+        out["result_encoding"] = resultEncoding;
+    if (!weightDeltas.empty())
+        out["weight_deltas"] = weightDeltas;
     if (latestExport)
         out["latest_export"] = {{"path", latestExport->path},
                                 {"format", latestExport->format},
@@ -74,6 +79,16 @@ Expected<RunStatus> RunStatus::fromJson(std::string_view text) {
         s.innerStepsMax = static_cast<int>(r.integer("inner_steps_max", 0, 1 << 30));
         s.tokenBytes = static_cast<int>(r.integer("token_bytes", 0, 4));
     }
+    // Absent from coordinators before protocol 5; an unknown name is refused, not guessed at.
+    if (j->contains("result_encoding"))
+        s.resultEncoding = r.string("result_encoding", 1, 16);
+    if (j->contains("weight_deltas"))
+        s.weightDeltas = r.string("weight_deltas", 1, 16);
+    if (!r.failed() && !s.resultEncoding.empty() && !encodingFromName(s.resultEncoding))
+        return makeError("status: unknown result_encoding '" + s.resultEncoding + "'");
+    if (!r.failed() && !s.weightDeltas.empty() && s.weightDeltas != "off" &&
+        s.weightDeltas != "fp16" && s.weightDeltas != "int8")
+        return makeError("status: unknown weight_deltas '" + s.weightDeltas + "'");
     if (const json* h = r.array("history")) {
         for (size_t i = 0; i < h->size() && !r.failed(); ++i) {
             const json& e = (*h)[i];

@@ -15,6 +15,7 @@ core::CostInputs costInputs(const CostFacts& f) {
     in.sizing = {int64_t{f.run.batch} * f.run.seqLen, f.run.workUnitSeconds, f.run.innerStepsMin,
                  f.run.innerStepsMax};
     in.tokenBytes = std::max(1, f.run.tokenBytes);
+    in.resultEncoding = net::encodingFromName(f.run.resultEncoding).value_or(net::kEncodingFp16);
     if (f.speed.ok) {
         in.tokensPerSecond = f.speed.tokensPerSecond;
         in.setupSeconds = f.speed.setupSeconds;

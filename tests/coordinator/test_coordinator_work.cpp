@@ -257,6 +257,7 @@ class TestCoordinatorWork : public QObject {
         QCOMPARE(u.maxUploadBytes, 128 + P + 4 * ((P + 255) / 256));
         QCOMPARE(f.coordinator().maxUploadBytes(), u.maxUploadBytes);
         QVERIFY(u.verify(f.coordinator().publicKey()));
+        QCOMPARE(f.coordinator().status().resultEncoding, std::string("int8"));  // for the costs
         QVERIFY(u.toJson().find("\"result_encoding\":\"int8\"") != std::string::npos);
         const auto twin = f.work(d);
         QCOMPARE(twin.resultEncoding, net::kEncodingInt8);

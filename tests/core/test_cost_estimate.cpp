@@ -103,6 +103,18 @@ class TestCostEstimate : public QObject {
         QVERIFY(qFuzzyCompare(c.trainingHoursPerDay, 8 * 3.2 / 17.024));
     }
 
+    // A run with int8 results (GET /v1/status says so) sends P bytes and a 4-byte scale per 256
+    // values: for P = 1000, 1000 + 4 x 4 + the 128-byte header, and a slow uplink's pace follows.
+    void int8ResultsShrinkTheUpload() {
+        CostInputs in = handWorked();
+        in.resultEncoding = net::kEncodingInt8;
+        in.upMbitPerSecond = 0.001;
+        const CostEstimate c = estimateCosts(in);
+        QCOMPARE(c.uploadBytesPerUnit, int64_t{1000 + 16 + 128});
+        QVERIFY(qFuzzyCompare(c.secondsPerUnit, 1144 * 8 / 1000.0));
+        QVERIFY(qFuzzyCompare(c.uploadBytesPerDay, 8 * 3600 / (1144 * 8 / 1000.0) * 1144));
+    }
+
     void dailyCapsLimitTheDay() {
         CostInputs in = handWorked();
         const double byHours = 8 * 3600 / (0.2 + 0.095488 + 0.5 + 3.2);  // 7,208 units

@@ -446,6 +446,8 @@ class TestNetProtocol : public QObject {
         s.innerStepsMax = 50;
         s.tokenBytes = 2;
         s.history = {{0, 5.5, 2, 1000}, {1, std::nullopt, 1, 500}};
+        s.resultEncoding = "int8";
+        s.weightDeltas = "fp16";
         auto back = RunStatus::fromJson(s.toJson());
         QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
         QCOMPARE(back->workUnitSeconds, 30);
@@ -455,13 +457,23 @@ class TestNetProtocol : public QObject {
         QCOMPARE(back->innerStepsMin, 5);
         QCOMPARE(back->innerStepsMax, 50);
         QCOMPARE(back->tokenBytes, 2);
+        QCOMPARE(back->resultEncoding, std::string("int8"));
+        QCOMPARE(back->weightDeltas, std::string("fp16"));
+        for (const char* bad : {"\"result_encoding\":\"int4\"", "\"weight_deltas\":\"bf16\""}) {
+            std::string odd = s.toJson();
+            const std::string key = std::string(bad).substr(0, std::string(bad).find(':'));
+            const auto at = odd.find(key);
+            odd.replace(at, odd.find(',', at) - at, bad);
+            QVERIFY2(!RunStatus::fromJson(odd), bad);
+        }
         std::string wide = s.toJson();
         wide.replace(wide.find("\"token_bytes\":2"), 15, "\"token_bytes\":5");
         QVERIFY(!RunStatus::fromJson(wide));
         // From a coordinator that does not say: 0.
         std::string older = s.toJson();
         for (const char* key :
-             {"\"inner_steps_max\":50,", "\"inner_steps_min\":5,", "\"token_bytes\":2,"})
+             {"\"inner_steps_max\":50,", "\"inner_steps_min\":5,", "\"token_bytes\":2,",
+              ",\"result_encoding\":\"int8\"", ",\"weight_deltas\":\"fp16\""})
             older.erase(older.find(key), std::strlen(key));
         older.erase(older.find(",\"work_unit_seconds\":30"), 23);
         older.erase(older.find("\"batch\":8,"), 10);
@@ -473,6 +485,7 @@ class TestNetProtocol : public QObject {
         QCOMPARE(olderBack->seqLen, 0);
         QCOMPARE(olderBack->innerStepsMax, 0);
         QCOMPARE(olderBack->tokenBytes, 0);
+        QVERIFY(olderBack->resultEncoding.empty() && olderBack->weightDeltas.empty());
         QCOMPARE(back->history.size(), size_t(2));
         QVERIFY(back->history[0] == s.history[0]);
         QVERIFY(!back->history[1].valLoss.has_value());
