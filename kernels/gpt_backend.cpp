@@ -25,44 +25,85 @@ GptBackend::~GptBackend() {
     releaseAll();
 }
 
+namespace {
+
+// Hands out 64-byte aligned offsets (in floats) one after another.
+class Offsets {
+  public:
+    int64_t take(int64_t count) {
+        const int64_t offset = m_next;
+        m_next += (count + 15) / 16 * 16;
+        return offset;
+    }
+    int64_t next() const { return m_next; }
+
+  private:
+    int64_t m_next = 0;
+};
+
+}  // namespace
+
 GptBackend::ActivationPlan GptBackend::planActivations(const ModelConfig& config, int B, int T) {
     const int64_t BT = int64_t{B} * T, C = config.channels, NH = config.heads;
     const int64_t Vp = config.paddedVocab();  // logits and probs rows are padded like wte
     ActivationPlan plan;
-    int64_t next = 0;
-    auto take = [&next](int64_t count) {
-        const int64_t offset = next;
-        next += (count + 15) / 16 * 16;  // 64-byte aligned tensors
-        return offset;
-    };
-    plan.encoded = take(BT * C);
+    Offsets o;
+    plan.encoded = o.take(BT * C);
     for (int l = 0; l < config.layers; ++l) {
         ActivationPlan::Layer a{};
-        a.ln1 = take(BT * C);
-        a.ln1Mean = take(BT);
-        a.ln1Rstd = take(BT);
-        a.qkv = take(BT * 3 * C);
-        a.atty = take(BT * C);
-        a.preatt = take(B * NH * T * T);
-        a.att = take(B * NH * T * T);
-        a.attnProj = take(BT * C);
-        a.residual2 = take(BT * C);
-        a.ln2 = take(BT * C);
-        a.ln2Mean = take(BT);
-        a.ln2Rstd = take(BT);
-        a.fch = take(BT * 4 * C);
-        a.fchGelu = take(BT * 4 * C);
-        a.fcProj = take(BT * C);
-        a.residual3 = take(BT * C);
+        a.ln1 = o.take(BT * C);
+        a.ln1Mean = o.take(BT);
+        a.ln1Rstd = o.take(BT);
+        a.qkv = o.take(BT * 3 * C);
+        a.atty = o.take(BT * C);
+        a.att = o.take(B * NH * T * T);
+        a.attnProj = o.take(BT * C);
+        a.residual2 = o.take(BT * C);
+        a.ln2 = o.take(BT * C);
+        a.ln2Mean = o.take(BT);
+        a.ln2Rstd = o.take(BT);
+        a.fch = o.take(BT * 4 * C);
+        a.fchGelu = o.take(BT * 4 * C);
+        a.fcProj = o.take(BT * C);
+        a.residual3 = o.take(BT * C);
         plan.layers.push_back(a);
     }
-    plan.lnf = take(BT * C);
-    plan.lnfMean = take(BT);
-    plan.lnfRstd = take(BT);
-    plan.logits = take(BT * Vp);
-    plan.probs = take(BT * Vp);
-    plan.losses = take(BT);
-    plan.total = next;
+    plan.preatt = o.take(B * NH * T * T);
+    plan.lnf = o.take(BT * C);
+    plan.lnfMean = o.take(BT);
+    plan.lnfRstd = o.take(BT);
+    plan.logits = o.take(BT * Vp);
+    plan.probs = o.take(BT * Vp);
+    plan.losses = o.take(BT);
+    plan.total = o.next();
+    return plan;
+}
+
+GptBackend::GradientPlan GptBackend::planGradients(const ModelConfig& config, int B, int T) {
+    const int64_t BT = int64_t{B} * T, C = config.channels, NH = config.heads;
+    GradientPlan plan;
+    Offsets o;
+    plan.encoded = o.take(BT * C);
+    plan.residual[0] = o.take(BT * C);
+    plan.residual[1] = o.take(BT * C);
+    plan.layerBegin = o.next();
+    GradientPlan::Layer& g = plan.layer;
+    g.ln1 = o.take(BT * C);
+    g.qkv = o.take(BT * 3 * C);
+    g.atty = o.take(BT * C);
+    g.preatt = o.take(B * NH * T * T);
+    g.att = o.take(B * NH * T * T);
+    g.attnProj = o.take(BT * C);
+    g.residual2 = o.take(BT * C);
+    g.ln2 = o.take(BT * C);
+    g.fch = o.take(BT * 4 * C);
+    g.fchGelu = o.take(BT * 4 * C);
+    g.fcProj = o.take(BT * C);
+    plan.layerEnd = o.next();
+    plan.lnf = o.take(BT * C);
+    plan.logits = o.take(BT * config.paddedVocab());
+    plan.losses = o.take(BT);
+    plan.total = o.next();
     return plan;
 }
 
@@ -71,7 +112,8 @@ MemoryEstimate GptBackend::estimateMemory(const ModelConfig& config, int B, int 
     MemoryEstimate e;
     e.parameterBytes = 2 * P * int64_t{sizeof(float)};
     e.optimizerBytes = 2 * P * int64_t{sizeof(float)};
-    e.activationBytes = 2 * planActivations(config, B, T).total * int64_t{sizeof(float)} +
+    e.activationBytes = (planActivations(config, B, T).total + planGradients(config, B, T).total) *
+                            int64_t{sizeof(float)} +
                         2 * int64_t{B} * T * int64_t{sizeof(int32_t)};
     return e;
 }
@@ -113,12 +155,13 @@ Status GptBackend::allocate(const ModelConfig& config, int B, int T) {
     releaseAll();
     const int64_t P = config.parameterCount();
     m_plan = planActivations(config, B, T);
+    m_gradPlan = planGradients(config, B, T);
     m_params = m_ops->allocateFloats(P);
     m_grads = m_ops->allocateFloats(P);
     m_m = m_ops->allocateFloats(P);
     m_v = m_ops->allocateFloats(P);
     m_acts = m_ops->allocateFloats(m_plan.total);
-    m_gradActs = m_ops->allocateFloats(m_plan.total);
+    m_gradActs = m_ops->allocateFloats(m_gradPlan.total);
     m_inputs = m_ops->allocateInts(int64_t{B} * T);
     m_targets = m_ops->allocateInts(int64_t{B} * T);
     if (!m_params || !m_grads || !m_m || !m_v || !m_acts || !m_gradActs || !m_inputs ||
@@ -268,7 +311,7 @@ Expected<float> GptBackend::forward(std::span<const int32_t> inputs,
         ops.layernormForward(a + L.ln1, a + L.ln1Mean, a + L.ln1Rstd, residual, p + o.ln1Weight,
                              p + o.ln1Bias, b, t, C);
         ops.matmulForward(a + L.qkv, a + L.ln1, p + o.qkvWeight, p + o.qkvBias, b, t, C, 3 * C);
-        ops.attentionForward(a + L.atty, a + L.preatt, a + L.att, a + L.qkv, b, t, C, NH);
+        ops.attentionForward(a + L.atty, a + m_plan.preatt, a + L.att, a + L.qkv, b, t, C, NH);
         ops.matmulForward(a + L.attnProj, a + L.atty, p + o.attnProjWeight, p + o.attnProjBias, b,
                           t, C, C);
         ops.residualForward(a + L.residual2, residual, a + L.attnProj, btc);
@@ -335,46 +378,55 @@ Status GptBackend::backward() {
     const float* w = m_params;
     float* dw = m_grads;
 
+    const GradientPlan& gp = m_gradPlan;
     ops.fillZero(m_grads, lay.parameterCount());
-    ops.fillZero(m_gradActs, m_plan.total);
+    ops.fillZero(m_gradActs, gp.total);
     std::fill(m_hostLosses.begin(), m_hostLosses.begin() + n, 1.0f / static_cast<float>(n));
-    ops.copyIn(g + m_plan.losses, m_hostLosses.data(), n);
+    ops.copyIn(g + gp.losses, m_hostLosses.data(), n);
 
     // The padded logits get no gradient, so the padded rows of dwte stay exactly zero.
-    ops.crossEntropySoftmaxBackward(g + m_plan.logits, g + m_plan.losses, a + m_plan.probs,
-                                    m_targets, b, t, V, Vp);
-    ops.matmulBackward(g + m_plan.lnf, dw + lay.wte(), nullptr, g + m_plan.logits, a + m_plan.lnf,
+    ops.crossEntropySoftmaxBackward(g + gp.logits, g + gp.losses, a + m_plan.probs, m_targets, b, t,
+                                    V, Vp);
+    ops.matmulBackward(g + gp.lnf, dw + lay.wte(), nullptr, g + gp.logits, a + m_plan.lnf,
                        w + lay.wte(), b, t, C, Vp);
     const int last = cfg.layers - 1;
-    const int64_t lastResidual = m_plan.layers[last].residual3;
-    ops.layernormBackward(g + lastResidual, dw + lay.lnfWeight(), dw + lay.lnfBias(),
-                          g + m_plan.lnf, a + lastResidual, w + lay.lnfWeight(), a + m_plan.lnfMean,
-                          a + m_plan.lnfRstd, b, t, C);
+    ops.layernormBackward(g + gp.residual[last % 2], dw + lay.lnfWeight(), dw + lay.lnfBias(),
+                          g + gp.lnf, a + m_plan.layers[last].residual3, w + lay.lnfWeight(),
+                          a + m_plan.lnfMean, a + m_plan.lnfRstd, b, t, C);
+    const GradientPlan::Layer& G = gp.layer;
     for (int l = last; l >= 0; --l) {
         const auto& L = m_plan.layers[l];
         const int64_t in = l == 0 ? m_plan.encoded : m_plan.layers[l - 1].residual3;
+        // The gradient of this layer's output, and of its input, which the layer adds into.
+        const int64_t gOut = gp.residual[l % 2];
+        const int64_t gIn = l == 0 ? gp.encoded : gp.residual[(l + 1) % 2];
+        if (l != last) {  // the layer above left its gradients in the scratch and in gIn
+            ops.fillZero(g + gp.layerBegin, gp.layerEnd - gp.layerBegin);
+            if (l != 0)
+                ops.fillZero(g + gIn, btc);
+        }
         const float* p = w + lay.blockStart(l);
         float* dp = dw + lay.blockStart(l);
-        ops.residualBackward(g + L.residual2, g + L.fcProj, g + L.residual3, btc);
-        ops.matmulBackward(g + L.fchGelu, dp + o.fcProjWeight, dp + o.fcProjBias, g + L.fcProj,
+        ops.residualBackward(g + G.residual2, g + G.fcProj, g + gOut, btc);
+        ops.matmulBackward(g + G.fchGelu, dp + o.fcProjWeight, dp + o.fcProjBias, g + G.fcProj,
                            a + L.fchGelu, p + o.fcProjWeight, b, t, 4 * C, C);
-        ops.geluBackward(g + L.fch, a + L.fch, g + L.fchGelu, 4 * btc);
-        ops.matmulBackward(g + L.ln2, dp + o.fcWeight, dp + o.fcBias, g + L.fch, a + L.ln2,
+        ops.geluBackward(g + G.fch, a + L.fch, g + G.fchGelu, 4 * btc);
+        ops.matmulBackward(g + G.ln2, dp + o.fcWeight, dp + o.fcBias, g + G.fch, a + L.ln2,
                            p + o.fcWeight, b, t, C, 4 * C);
-        ops.layernormBackward(g + L.residual2, dp + o.ln2Weight, dp + o.ln2Bias, g + L.ln2,
+        ops.layernormBackward(g + G.residual2, dp + o.ln2Weight, dp + o.ln2Bias, g + G.ln2,
                               a + L.residual2, p + o.ln2Weight, a + L.ln2Mean, a + L.ln2Rstd, b, t,
                               C);
-        ops.residualBackward(g + in, g + L.attnProj, g + L.residual2, btc);
-        ops.matmulBackward(g + L.atty, dp + o.attnProjWeight, dp + o.attnProjBias, g + L.attnProj,
+        ops.residualBackward(g + gIn, g + G.attnProj, g + G.residual2, btc);
+        ops.matmulBackward(g + G.atty, dp + o.attnProjWeight, dp + o.attnProjBias, g + G.attnProj,
                            a + L.atty, p + o.attnProjWeight, b, t, C, C);
-        ops.attentionBackward(g + L.qkv, g + L.preatt, g + L.att, g + L.atty, a + L.qkv, a + L.att,
+        ops.attentionBackward(g + G.qkv, g + G.preatt, g + G.att, g + G.atty, a + L.qkv, a + L.att,
                               b, t, C, NH);
-        ops.matmulBackward(g + L.ln1, dp + o.qkvWeight, dp + o.qkvBias, g + L.qkv, a + L.ln1,
+        ops.matmulBackward(g + G.ln1, dp + o.qkvWeight, dp + o.qkvBias, g + G.qkv, a + L.ln1,
                            p + o.qkvWeight, b, t, C, 3 * C);
-        ops.layernormBackward(g + in, dp + o.ln1Weight, dp + o.ln1Bias, g + L.ln1, a + in,
+        ops.layernormBackward(g + gIn, dp + o.ln1Weight, dp + o.ln1Bias, g + G.ln1, a + in,
                               p + o.ln1Weight, a + L.ln1Mean, a + L.ln1Rstd, b, t, C);
     }
-    ops.encoderBackward(dw + lay.wte(), dw + lay.wpe(), g + m_plan.encoded, m_inputs, b, t, C);
+    ops.encoderBackward(dw + lay.wte(), dw + lay.wpe(), g + gp.encoded, m_inputs, b, t, C);
     return ops.error();
 }
 

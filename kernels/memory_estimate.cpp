@@ -14,10 +14,12 @@ UnitMemoryEstimate estimateUnitMemory(const ModelConfig& config, int B, int T) {
     e.parameterBytes = P * f;
     e.gradientBytes = P * f;
     e.optimizerBytes = 2 * P * f;
-    // GptBackend::allocate: the activation plan twice (values and gradients), inputs and
-    // targets as int32, and the host staging of the losses.
+    // GptBackend::allocate: the activations and their gradients' plans, inputs and targets as
+    // int32, and the host staging of the losses.
     const int64_t BT = int64_t{B} * T;
-    e.activationBytes = 2 * GptBackend::planActivations(config, B, T).total * f +
+    e.activationBytes = (GptBackend::planActivations(config, B, T).total +
+                         GptBackend::planGradients(config, B, T).total) *
+                            f +
                         2 * BT * int64_t{sizeof(int32_t)} + BT * f;
     // The worker keeps the start weights (P) all through the unit. On top of them, at their
     // peaks: a checkpoint (UnitRunner::checkpoint, ResultWriter's moments for the next unit)

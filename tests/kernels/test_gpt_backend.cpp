@@ -27,6 +27,9 @@ namespace {
 
 // L=2 NH=2 C=8 T=5: every code path of the graph at a size finite differences can cover fully.
 const ModelConfig kTiny{2, 2, 8, 5};
+// Three layers: the backward pass's residual gradient alternates between two buffers, so the
+// third layer is the first to reuse one (GptBackend::GradientPlan).
+const ModelConfig kThreeLayers{3, 2, 8, 5};
 
 std::unique_ptr<GptBackend> makeBackend(std::function<int64_t()> available = nullptr) {
     return std::make_unique<GptBackend>("cpu-reference", std::make_unique<ReferenceOps>(),
@@ -58,11 +61,11 @@ std::vector<float> testParameters(const ParameterLayout& layout, uint64_t seed) 
 // A backend allocated for kTiny at B x T with testParameters loaded.
 struct Fixture {
     std::unique_ptr<GptBackend> backend = makeBackend();
-    ParameterLayout layout{kTiny};
+    ParameterLayout layout;
     std::vector<float> params;
     size_t P = 0;
-    Fixture(int B, int T, uint64_t seed) {
-        const Status s = backend->allocate(kTiny, B, T);
+    Fixture(int B, int T, uint64_t seed, const ModelConfig& config = kTiny) : layout(config) {
+        const Status s = backend->allocate(config, B, T);
         if (!s)
             qFatal("allocate: %s", s.error().message.c_str());
         params = testParameters(layout, seed);
@@ -95,14 +98,17 @@ class TestGptBackend : public QObject {
     void wholeModelGradient_data() {
         QTest::addColumn<int>("b");
         QTest::addColumn<int>("t");
-        QTest::newRow("full B2 T5") << 2 << 5;
-        QTest::newRow("smaller than allocated b1 t3") << 1 << 3;
-        QTest::newRow("T=1") << 2 << 1;
+        QTest::addColumn<int>("layers");
+        QTest::newRow("full B2 T5") << 2 << 5 << 2;
+        QTest::newRow("smaller than allocated b1 t3") << 1 << 3 << 2;
+        QTest::newRow("T=1") << 2 << 1 << 2;
+        QTest::newRow("three layers") << 2 << 5 << 3;
     }
     void wholeModelGradient() {
         QFETCH(int, b);
         QFETCH(int, t);
-        Fixture f(2, 5, 42);
+        QFETCH(int, layers);
+        Fixture f(2, 5, 42, layers == 3 ? kThreeLayers : kTiny);
         Rng rng(7);
         const auto inputs = randomTokens(rng, size_t(b) * t);
         const auto targets = randomTokens(rng, size_t(b) * t);
