@@ -1,6 +1,9 @@
 // Getting work: asking the coordinator for a unit (its manifest must verify against the pinned
 // key and have a shape that can run), then downloading its weights and data into cache/, named by
-// their SHA-256 and checked against the manifest. In the foreground (the engine thread) it shows
+// their SHA-256 and checked against the manifest. The weights are rebuilt from the weights held
+// (held_weights.hpp) and the manifest's weight deltas where it lists a chain from the version
+// held that is smaller than the whole file (weight_rebuild.hpp); any failure of that falls back
+// to the whole file, with one log line saying why. In the foreground (the engine thread) it shows
 // its state and backs off on errors; as a prefetch (core/unit_prefetch.hpp, while another unit
 // trains) it shows nothing, never waits at the rule gate and leaves errors to the foreground,
 // which asks or downloads again. Internal to core/.
@@ -8,11 +11,13 @@
 
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
+#include "held_weights.hpp"
 #include "registration.hpp"
 #include "rule_gate.hpp"
 #include "unit_files.hpp"
 
 #include <optional>
+#include <vector>
 
 namespace tandem::core {
 
@@ -35,6 +40,10 @@ class WorkFetcher {
                   const net::Manifest* training = nullptr);
 
   private:
+    // The deltas to rebuild m's weights from the weights held, when the manifest lists them all
+    // and they are smaller than the whole file; else none (logged when deltas were listed).
+    std::optional<std::vector<net::WeightDeltaRef>> deltaPlan(
+        const net::Manifest& m, const std::optional<HeldWeights>& held);
     // An error that is not the coordinator's answer: backs off in the foreground, logged only
     // for a prefetch.
     void failHere(FetchMode mode, const std::string& why);
