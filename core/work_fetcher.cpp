@@ -245,7 +245,8 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
                 m_shared.log(EventLevel::Info,
                              "work unit " + wuKey(m.workUnitId) + ": weights of version " +
                                  std::to_string(m.baseVersion) + " rebuilt from " +
-                                 std::to_string(got->deltas) + " deltas (" +
+                                 std::to_string(got->deltas) +
+                                 (got->deltas == 1 ? " delta (" : " deltas (") +
                                  std::to_string(got->bytesDownloaded) + " bytes) instead of " +
                                  std::to_string(m.weightsBytes) + " bytes");
             } else if (stopping()) {

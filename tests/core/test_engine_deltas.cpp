@@ -92,10 +92,10 @@ class TestEngineDeltas : public QObject {
         QVERIFY(deltaBytes < full);
         QCOMPARE(weightsBytesDown(*h.engine, "1"), full);
         QCOMPARE(weightsBytesDown(*h.engine, "2"), deltaBytes);
-        const std::string line = "work unit 2: weights of version " + std::to_string(chain) +
-                                 " rebuilt from " + std::to_string(chain) + " deltas (" +
-                                 std::to_string(deltaBytes) + " bytes) instead of " +
-                                 std::to_string(full) + " bytes";
+        const std::string line =
+            "work unit 2: weights of version " + std::to_string(chain) + " rebuilt from " +
+            std::to_string(chain) + (chain == 1 ? " delta (" : " deltas (") +
+            std::to_string(deltaBytes) + " bytes) instead of " + std::to_string(full) + " bytes";
         QVERIFY2(h.recorder.logged(line), line.c_str());
         // One weights file held, of the newest version; no delta left behind.
         const auto held = readHeldWeights(DataDir(h.dataDir));
