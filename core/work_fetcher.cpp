@@ -1,6 +1,7 @@
 // Asking for work and downloading its weights and data.
 #include "work_fetcher.hpp"
 
+#include "held_weights.hpp"
 #include "platform_probe.hpp"
 #include "weight_rebuild.hpp"
 
@@ -23,6 +24,31 @@ double measuredUplink(Ledger& ledger) {
             t.durationMs > 0)
             return static_cast<double>(t.bytes) * 1000.0 / static_cast<double>(t.durationMs);
     return 0;
+}
+
+// Whether a unit's weights come from deltas: the chain from the version held, or why not (empty
+// when there was nothing to say: no deltas listed, nothing held, or a version not newer).
+struct DeltaPlan {
+    std::optional<std::vector<net::WeightDeltaRef>> chain;
+    std::string whyWhole;
+};
+
+DeltaPlan deltaPlan(const net::Manifest& m, const std::optional<HeldWeights>& held) {
+    DeltaPlan plan;
+    if (!held || m.weightDeltas.empty() || held->version >= m.baseVersion)
+        return plan;
+    auto chain = weightDeltaChain(m, held->version);
+    if (!chain) {
+        plan.whyWhole = "the manifest lists no deltas from version " +
+                        std::to_string(held->version) + ", the one held";
+    } else if (const int64_t bytes = weightDeltaChainBytes(*chain); bytes >= m.weightsBytes) {
+        plan.whyWhole = "its " + std::to_string(chain->size()) + " deltas from version " +
+                        std::to_string(held->version) + " are not smaller (" +
+                        std::to_string(bytes) + " bytes)";
+    } else {
+        plan.chain = std::move(chain);
+    }
+    return plan;
 }
 
 }  // namespace
@@ -155,7 +181,8 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
         fs::remove(m_shared.files.heldWeightsFile(), ec);
         held.reset();
     }
-    const auto chain = haveWeights ? std::nullopt : deltaPlan(m, held);
+    const DeltaPlan plan = haveWeights ? DeltaPlan{} : deltaPlan(m, held);
+    const auto& chain = plan.chain;
     const int64_t weightsNeed =
         haveWeights ? 0 : (chain ? weightDeltaChainBytes(*chain) : m.weightsBytes);
     int64_t need = weightsNeed + (haveData ? 0 : m.dataByteLength());
@@ -262,6 +289,10 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
                 showTotal();
             }
         }
+        if (!rebuilt && !plan.whyWhole.empty())
+            m_shared.log(EventLevel::Info,
+                         "work unit " + wuKey(m.workUnitId) + ": weights of version " +
+                             std::to_string(m.baseVersion) + " downloaded whole: " + plan.whyWhole);
         if (!rebuilt && !one(true))
             return false;
     }
@@ -276,28 +307,6 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
     holdWeights(m_shared.files, m, keepW);
     unit.downloaded = true;
     return true;
-}
-
-std::optional<std::vector<net::WeightDeltaRef>> WorkFetcher::deltaPlan(
-    const net::Manifest& m, const std::optional<HeldWeights>& held) {
-    if (!held || m.weightDeltas.empty() || held->version >= m.baseVersion)
-        return std::nullopt;
-    auto chain = weightDeltaChain(m, held->version);
-    const std::string from = "work unit " + wuKey(m.workUnitId) + ": weights of version " +
-                             std::to_string(m.baseVersion) + " downloaded whole: ";
-    if (!chain) {
-        m_shared.log(EventLevel::Info, from + "the manifest lists no deltas from version " +
-                                           std::to_string(held->version) + ", the one held");
-        return std::nullopt;
-    }
-    if (weightDeltaChainBytes(*chain) >= m.weightsBytes) {
-        m_shared.log(EventLevel::Info,
-                     from + "its " + std::to_string(chain->size()) + " deltas from version " +
-                         std::to_string(held->version) + " are not smaller (" +
-                         std::to_string(weightDeltaChainBytes(*chain)) + " bytes)");
-        return std::nullopt;
-    }
-    return chain;
 }
 
 }  // namespace tandem::core

@@ -11,13 +11,11 @@
 
 #include "engine_backoff.hpp"
 #include "engine_shared.hpp"
-#include "held_weights.hpp"
 #include "registration.hpp"
 #include "rule_gate.hpp"
 #include "unit_files.hpp"
 
 #include <optional>
-#include <vector>
 
 namespace tandem::core {
 
@@ -40,10 +38,6 @@ class WorkFetcher {
                   const net::Manifest* training = nullptr);
 
   private:
-    // The deltas to rebuild m's weights from the weights held, when the manifest lists them all
-    // and they are smaller than the whole file; else none (logged when deltas were listed).
-    std::optional<std::vector<net::WeightDeltaRef>> deltaPlan(
-        const net::Manifest& m, const std::optional<HeldWeights>& held);
     // An error that is not the coordinator's answer: backs off in the foreground, logged only
     // for a prefetch.
     void failHere(FetchMode mode, const std::string& why);
