@@ -9,8 +9,9 @@
 //
 // --weight-deltas int8|fp16 runs the coordinator with exact quantized weight deltas: a worker
 // that holds the previous version's weights downloads the manifest's deltas (protocol 5)
-// instead, rebuilds the weights with kernels/weight_delta_file.hpp and checks them against the
-// manifest's SHA-256 (a mismatch is an error here: the bench measures the working path).
+// instead, rebuilds the weights as the worker engine does (core/weight_rebuild.hpp) and checks
+// them against the manifest's SHA-256 (a mismatch is an error here: the bench measures the working
+// path).
 //
 // --coordinator-rate B puts the fault proxy (tests/tools) between the workers and the
 // coordinator, each connection slowed to B bytes/s: a coordinator whose uplink is the
@@ -24,7 +25,8 @@
 #include "fault_proxy.hpp"
 #include "nginx_process.hpp"
 #include "result_format.hpp"
-#include "weight_delta_file.hpp"
+#include "weight_delta.hpp"
+#include "weight_rebuild.hpp"
 
 #include <unistd.h>
 
@@ -87,44 +89,6 @@ struct RoundFigures {
     std::map<std::string, int> from;  // downloads per serving host ("coordinator", "mirror")
     int rebuilt = 0;                  // workers that rebuilt the weights from deltas
 };
-
-// A worker holding version `held` in `weightsFile` rebuilds the manifest's weights from its
-// deltas (downloaded into dir); the bytes downloaded. The caller checked that the manifest
-// lists deltas from `held` on.
-Expected<int64_t> rebuildFromDeltas(net::CoordinatorClient& client, const net::Manifest& m,
-                                    int64_t held, const fs::path& weightsFile,
-                                    const fs::path& dir) {
-    std::vector<WeightDeltaFile> chain;
-    int64_t bytes = 0;
-    for (const net::WeightDeltaRef& d : m.weightDeltas) {
-        if (d.fromVersion < held)
-            continue;
-        const fs::path dest = dir / ("delta-" + std::to_string(d.fromVersion));
-        fs::remove(dest);
-        auto got = client.downloadWeightDelta(d, dest);
-        if (!got)
-            return makeError("delta download: " + got.error().message);
-        bytes += got->bytesTransferred;
-        const std::string text = readAll(dest);
-        auto parsed =
-            parseWeightDelta(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-        if (!parsed)
-            return parsed.error();
-        chain.push_back(std::move(*parsed));
-    }
-    auto ck = loadCheckpoint(weightsFile);
-    if (!ck)
-        return ck.error();
-    if (auto st = applyWeightDeltaChain(ck->parameters, held, chain); !st)
-        return st.error();
-    const auto rebuilt = serializeCheckpoint(*ck);
-    if (net::sha256(rebuilt) != m.weightsSha256)
-        return makeError("the rebuilt weights do not match the manifest's SHA-256");
-    std::ofstream(weightsFile, std::ios::binary)
-        .write(reinterpret_cast<const char*>(rebuilt.data()),
-               static_cast<std::streamsize>(rebuilt.size()));
-    return bytes;
-}
 
 }  // namespace
 
@@ -328,16 +292,25 @@ int main(int argc, char** argv) {
             weightsBytes = m.weightsBytes;
             const fs::path wdir = dir / ("worker-" + std::to_string(w));
             fs::create_directories(wdir);
-            const bool fromDeltas = deltas && worker.heldVersion >= 0 && !m.weightDeltas.empty() &&
-                                    m.weightDeltas.front().fromVersion <= worker.heldVersion;
+            const auto chain =
+                deltas ? core::weightDeltaChain(m, worker.heldVersion) : std::nullopt;
+            const bool fromDeltas = chain && core::weightDeltaChainBytes(*chain) < m.weightsBytes;
             if (fromDeltas) {
-                auto got = rebuildFromDeltas(*worker.client, m, worker.heldVersion,
-                                             wdir / "weights", wdir);
+                // The worker engine's path (core/weight_rebuild.hpp), over this worker's client.
+                auto fetch = [&](const net::WeightDeltaRef& d,
+                                 const fs::path& dest) -> Expected<int64_t> {
+                    auto got = worker.client->downloadWeightDelta(d, dest);
+                    if (!got)
+                        return makeError(got.error().message);
+                    return got->bytesTransferred;
+                };
+                auto got = core::rebuildWeightsFromDeltas(m, wdir / "weights", worker.heldVersion,
+                                                          *chain, wdir, fetch, wdir / "weights");
                 if (!got) {
                     std::fprintf(stderr, "worker %d: %s\n", w, got.error().message.c_str());
                     return 1;
                 }
-                f.receivedBytes += *got;
+                f.receivedBytes += got->bytesDownloaded;
                 ++f.rebuilt;
             }
             worker.heldVersion = m.baseVersion;

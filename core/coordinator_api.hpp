@@ -94,6 +94,11 @@ class CoordinatorApi {
     virtual ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,
                                                        const std::filesystem::path& destination,
                                                        const TransferProgressFn& progress) = 0;
+    // A version 5 manifest's weight delta (kernels/weight_delta_file.hpp) into destination,
+    // from its URLs in the order and with the fallback of downloadWeights.
+    virtual ApiResult<DownloadOutcome> downloadWeightDelta(const net::WeightDeltaRef& delta,
+                                                           const std::filesystem::path& destination,
+                                                           const TransferProgressFn& progress) = 0;
     // The bytes of tokens [dataOffset, dataOffset + dataLength) of the manifest's shard
     // (Manifest::dataByteOffset/dataByteLength), checked against dataSha256.
     virtual ApiResult<DownloadOutcome> downloadData(const net::Manifest& manifest,

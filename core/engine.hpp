@@ -12,7 +12,10 @@
 //   registration.json    coordinator URL, client id, bearer token, pinned coordinator key (0600)
 //   ledger.db            the ledger (core/ledger.hpp)
 //   cache/<sha256>       downloaded weights and data ranges, by content hash
+//   held_weights.json    run, version and SHA-256 of the weights in cache/ last trained from,
+//                        kept to rebuild the next version from weight deltas (held_weights.hpp)
 //   work/<id>/           the unit in training: manifest.json, progress.json, ckpt-<step>.ckpt
+//                        (and delta-<version> while its weights are rebuilt from deltas)
 //   results/<id>.result  finished results waiting for their receipt (+ <id>.json)
 //   work_request.json    the request id of a work request whose answer is not recorded yet
 //   hold.json            the donor's pause or snooze (with its end), kept across restarts

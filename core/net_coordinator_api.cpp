@@ -107,6 +107,15 @@ ApiResult<DownloadOutcome> NetCoordinatorApi::downloadWeights(const net::Manifes
     return DownloadOutcome{r->bytesTransferred};
 }
 
+ApiResult<DownloadOutcome> NetCoordinatorApi::downloadWeightDelta(
+    const net::WeightDeltaRef& delta, const std::filesystem::path& dest,
+    const TransferProgressFn& progress) {
+    auto r = m_client->downloadWeightDelta(delta, dest, adapt(progress));
+    if (!r)
+        return toApiFailure(r.error());
+    return DownloadOutcome{r->bytesTransferred};
+}
+
 ApiResult<DownloadOutcome> NetCoordinatorApi::downloadData(const net::Manifest& manifest,
                                                            const std::filesystem::path& dest,
                                                            const TransferProgressFn& progress) {

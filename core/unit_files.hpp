@@ -47,6 +47,8 @@ class DataDir {
     std::filesystem::path dataFile(const net::Manifest& m) const {
         return cacheDir() / (net::toHex(m.dataSha256) + ".data");
     }
+    // The weights kept to rebuild the next version from deltas (held_weights.hpp).
+    std::filesystem::path heldWeightsFile() const { return m_root / "held_weights.json"; }
     // The request id of the work request in flight, written before the request is sent.
     std::filesystem::path unitRequestFile() const { return m_root / "work_request.json"; }
     // The donor's pause or snooze (hold_file.hpp).

@@ -1,7 +1,9 @@
 // Asking for work and downloading its weights and data.
 #include "work_fetcher.hpp"
 
+#include "held_weights.hpp"
 #include "platform_probe.hpp"
+#include "weight_rebuild.hpp"
 
 #include <algorithm>
 
@@ -22,6 +24,31 @@ double measuredUplink(Ledger& ledger) {
             t.durationMs > 0)
             return static_cast<double>(t.bytes) * 1000.0 / static_cast<double>(t.durationMs);
     return 0;
+}
+
+// Whether a unit's weights come from deltas: the chain from the version held, or why not (empty
+// when there was nothing to say: no deltas listed, nothing held, or a version not newer).
+struct DeltaPlan {
+    std::optional<std::vector<net::WeightDeltaRef>> chain;
+    std::string whyWhole;
+};
+
+DeltaPlan deltaPlan(const net::Manifest& m, const std::optional<HeldWeights>& held) {
+    DeltaPlan plan;
+    if (!held || m.weightDeltas.empty() || held->version >= m.baseVersion)
+        return plan;
+    auto chain = weightDeltaChain(m, held->version);
+    if (!chain) {
+        plan.whyWhole = "the manifest lists no deltas from version " +
+                        std::to_string(held->version) + ", the one held";
+    } else if (const int64_t bytes = weightDeltaChainBytes(*chain); bytes >= m.weightsBytes) {
+        plan.whyWhole = "its " + std::to_string(chain->size()) + " deltas from version " +
+                        std::to_string(held->version) + " are not smaller (" +
+                        std::to_string(bytes) + " bytes)";
+    } else {
+        plan.chain = std::move(chain);
+    }
+    return plan;
 }
 
 }  // namespace
@@ -137,32 +164,52 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
     auto failLocal = [&](const std::string& why) { failHere(mode, why); };
     const net::Manifest& m = unit.manifest;
     const fs::path wp = m_shared.files.weightsFile(m), dp = m_shared.files.dataFile(m);
+    const fs::path keepW = training ? m_shared.files.weightsFile(*training) : wp;
+    const fs::path keepD = training ? m_shared.files.dataFile(*training) : dp;
     const bool haveWeights = fileHasDigest(wp, m.weightsSha256);
     const bool haveData = fileHasDigest(dp, m.dataSha256);
     if (haveWeights && haveData) {
+        holdWeights(m_shared.files, m, keepW);
         unit.downloaded = true;
         return true;
     }
-    const int64_t need = (haveWeights ? 0 : m.weightsBytes) + (haveData ? 0 : m.dataByteLength());
+    // The weights held from an earlier unit of this run, to rebuild these from deltas; those of
+    // another run are let go (the clean-up below removes their file).
+    std::optional<HeldWeights> held = readHeldWeights(m_shared.files);
+    std::error_code ec;
+    if (held && !held->sameRun(m)) {
+        fs::remove(m_shared.files.heldWeightsFile(), ec);
+        held.reset();
+    }
+    const DeltaPlan plan = haveWeights ? DeltaPlan{} : deltaPlan(m, held);
+    const auto& chain = plan.chain;
+    const int64_t weightsNeed =
+        haveWeights ? 0 : (chain ? weightDeltaChainBytes(*chain) : m.weightsBytes);
+    int64_t need = weightsNeed + (haveData ? 0 : m.dataByteLength());
     if (fg ? !m_gate.waitUntilClear(true, need, nullptr, true) : !m_gate.clearNow(need))
         return false;
-    // Keep the cache to what this unit (and the unit in training) needs.
-    std::error_code ec;
-    const fs::path keepW = training ? m_shared.files.weightsFile(*training) : wp;
-    const fs::path keepD = training ? m_shared.files.dataFile(*training) : dp;
+    // Keep the cache to what this unit (and the unit in training) needs, and the weights held.
+    const fs::path keepHeld = held ? held->file(m_shared.files) : wp;
     for (const auto& e : fs::directory_iterator(m_shared.files.cacheDir(), ec)) {
         if (e.path() != wp && e.path() != dp && e.path() != keepW && e.path() != keepD &&
-            e.path().string().find(".part") == std::string::npos)
+            e.path() != keepHeld && e.path().string().find(".part") == std::string::npos)
             fs::remove(e.path(), ec);
     }
     m_shared.transition(m.workUnitId, WorkUnitState::Downloading, fg ? "" : "prefetch");
+    auto showTotal = [&] {
+        if (!fg)
+            return;
+        std::lock_guard lock(m_shared.mu);
+        if (m_shared.snap.current)
+            m_shared.snap.current->downloadBytesTotal = need;
+    };
     if (fg) {
         m_shared.setState(EngineState::Downloading, "downloading weights and data",
                           NextAction(NextStep::Train, std::nullopt, wuKey(m.workUnitId)));
         std::lock_guard lock(m_shared.mu);
         m_shared.snap.current = currentInfo(unit);
-        m_shared.snap.current->downloadBytesTotal = need;
     }
+    showTotal();
     int64_t doneBefore = 0;
     auto progress = [&](int64_t done, int64_t, double) {
         m_shared.hook("download");
@@ -173,6 +220,10 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
             m_shared.snap.current->downloadBytesDone = doneBefore + done;
         return !m_shared.quitRequested && !m_shared.pauseRequested;
     };
+    auto stopping = [&] {
+        std::lock_guard lock(m_shared.mu);
+        return m_shared.quitRequested || m_shared.pauseRequested;
+    };
     auto one = [&](bool isWeights) -> bool {
         const int64_t startMs = m_shared.now();
         auto res = isWeights ? m_shared.deps.api->downloadWeights(m, wp, progress)
@@ -182,14 +233,9 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
         if (!res) {
             m_shared.recordTransfer(Direction::Down, what, res.error().bytesTransferred, startMs,
                                     false, m.workUnitId, res.error().message);
-            bool stopping;
-            {
-                std::lock_guard lock(m_shared.mu);
-                stopping = m_shared.quitRequested || m_shared.pauseRequested;
-            }
-            if (!stopping && fg)
+            if (!stopping() && fg)
                 m_backoff.fail(std::string("downloading the ") + what + " failed", res.error());
-            else if (!stopping)
+            else if (!stopping())
                 failLocal(std::string("downloading the ") + what +
                           " failed: " + res.error().message);
             return false;
@@ -199,8 +245,57 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
         doneBefore += isWeights ? m.weightsBytes : m.dataByteLength();
         return true;
     };
-    if (!haveWeights && !one(true))
-        return false;
+    if (!haveWeights) {
+        bool rebuilt = false;
+        if (chain) {
+            // Each delta is a transfer of the unit's weights in the ledger, failed ones too.
+            auto fetchDelta = [&](const net::WeightDeltaRef& d,
+                                  const fs::path& dest) -> Expected<int64_t> {
+                const int64_t startMs = m_shared.now();
+                auto res = m_shared.deps.api->downloadWeightDelta(d, dest, progress);
+                m_shared.checkCrash();
+                if (!res) {
+                    m_shared.recordTransfer(Direction::Down, "weights",
+                                            res.error().bytesTransferred, startMs, false,
+                                            m.workUnitId, res.error().message);
+                    return makeError(res.error().message);
+                }
+                m_shared.recordTransfer(Direction::Down, "weights", res->bytesTransferred, startMs,
+                                        true, m.workUnitId, {});
+                doneBefore += d.bytes;
+                return res->bytesTransferred;
+            };
+            auto got = rebuildWeightsFromDeltas(m, held->file(m_shared.files), held->version,
+                                                *chain, unit.dir, fetchDelta, wp);
+            if (got) {
+                rebuilt = true;
+                m_shared.log(EventLevel::Info,
+                             "work unit " + wuKey(m.workUnitId) + ": weights of version " +
+                                 std::to_string(m.baseVersion) + " rebuilt from " +
+                                 std::to_string(got->deltas) +
+                                 (got->deltas == 1 ? " delta (" : " deltas (") +
+                                 std::to_string(got->bytesDownloaded) + " bytes) instead of " +
+                                 std::to_string(m.weightsBytes) + " bytes");
+            } else if (stopping()) {
+                return false;
+            } else {
+                m_shared.log(EventLevel::Warning,
+                             "work unit " + wuKey(m.workUnitId) + ": weights of version " +
+                                 std::to_string(m.baseVersion) + " not rebuilt from deltas: " +
+                                 got.error().message + "; downloading the whole file (" +
+                                 std::to_string(m.weightsBytes) + " bytes)");
+                need += m.weightsBytes - weightsNeed;
+                doneBefore = 0;
+                showTotal();
+            }
+        }
+        if (!rebuilt && !plan.whyWhole.empty())
+            m_shared.log(EventLevel::Info,
+                         "work unit " + wuKey(m.workUnitId) + ": weights of version " +
+                             std::to_string(m.baseVersion) + " downloaded whole: " + plan.whyWhole);
+        if (!rebuilt && !one(true))
+            return false;
+    }
     if (!haveData && !one(false))
         return false;
     if (!fileHasDigest(wp, m.weightsSha256) || !fileHasDigest(dp, m.dataSha256)) {
@@ -209,6 +304,7 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
         failLocal("a download does not match the SHA-256 of the manifest; removed it");
         return false;
     }
+    holdWeights(m_shared.files, m, keepW);
     unit.downloaded = true;
     return true;
 }

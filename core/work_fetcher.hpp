@@ -1,6 +1,9 @@
 // Getting work: asking the coordinator for a unit (its manifest must verify against the pinned
 // key and have a shape that can run), then downloading its weights and data into cache/, named by
-// their SHA-256 and checked against the manifest. In the foreground (the engine thread) it shows
+// their SHA-256 and checked against the manifest. The weights are rebuilt from the weights held
+// (held_weights.hpp) and the manifest's weight deltas where it lists a chain from the version
+// held that is smaller than the whole file (weight_rebuild.hpp); any failure of that falls back
+// to the whole file, with one log line saying why. In the foreground (the engine thread) it shows
 // its state and backs off on errors; as a prefetch (core/unit_prefetch.hpp, while another unit
 // trains) it shows nothing, never waits at the rule gate and leaves errors to the foreground,
 // which asks or downloads again. Internal to core/.

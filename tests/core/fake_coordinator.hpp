@@ -1,7 +1,9 @@
 // An in-process CoordinatorApi for engine tests: signs manifests and receipts with its own key,
 // serves a small model's weights and a text range, accepts results idempotently (the same result
 // again returns the same receipt), keeps the units it counts as the client's (request ids, list,
-// release, the 409 limit), and lets a test inject failures, block uploads and watch calls.
+// release, the 409 limit), and lets a test inject failures, block uploads and watch calls. With
+// publishVersions() it also serves later versions of a run's weights and their weight deltas
+// (protocol 5), made with the coordinator's own step (kernels/weight_delta.hpp).
 #pragma once
 
 #include "checkpoint.hpp"
@@ -10,7 +12,9 @@
 #include "file_io.hpp"
 #include "model.hpp"
 #include "result_format.hpp"
+#include "weight_delta_file.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -103,6 +107,56 @@ class FakeCoordinator final : public core::CoordinatorApi {
         return n;
     }
 
+    // Weight deltas: the base version and run of a unit's manifest (default 0 and run 1).
+    std::map<int64_t, int64_t> unitVersion;
+    std::map<int64_t, int64_t> unitRun;
+    std::set<int64_t> corruptDeltas;  // from-versions whose delta comes with a byte flipped
+    std::set<int64_t> missingDeltas;  // from-versions whose delta is listed but gone (404)
+    std::atomic<int> weightsDownloads{0};
+    std::atomic<int> deltaDownloads{0};
+
+    // Versions 1..count of `run` after its version 0 (run 1: the weights served so far, another
+    // run: its own initialisation), each the previous one moved by a pseudo-random update
+    // quantized with feedback exactly as the coordinator closes a round, with its delta file.
+    void publishVersions(int64_t run, int count, WeightDeltaCodec codec) {
+        std::lock_guard lock(mu);
+        auto& files = m_versions[run];
+        Checkpoint ck;
+        ck.config = m_model;
+        ck.parameters.resize(static_cast<size_t>(m_model.parameterCount()));
+        if (run == 1)
+            ck = parseCheckpoint(m_weights).value();
+        else
+            initParameters(ParameterLayout(m_model), ck.parameters,
+                           static_cast<uint64_t>(run) * 31);
+        files = {serializeCheckpoint(ck)};
+        std::vector<float> residual(ck.parameters.size(), 0.0f);
+        uint64_t x = static_cast<uint64_t>(run) * 977;
+        for (int v = 0; v < count; ++v) {
+            std::vector<float> next = ck.parameters;
+            for (float& w : next) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                w += 1e-3f * (static_cast<float>((x >> 40) % 2001) / 1000.0f - 1.0f);
+            }
+            WeightDeltaFile file;
+            file.fromVersion = v;
+            file.toVersion = v + 1;
+            file.delta = quantizeWithFeedback(ck.parameters, next, residual, codec).value();
+            ck.parameters = next;
+            files.push_back(serializeCheckpoint(ck));
+            m_deltas[run].push_back(serializeWeightDelta(file));
+        }
+    }
+    // The weights file of a run's version, as served.
+    std::vector<uint8_t> versionBytes(int64_t run, int64_t version) {
+        std::lock_guard lock(mu);
+        return weightsOfLocked(run, version);
+    }
+    int64_t deltaFileBytes(int64_t run, int64_t fromVersion) {
+        std::lock_guard lock(mu);
+        return static_cast<int64_t>(m_deltas[run].at(static_cast<size_t>(fromVersion)).size());
+    }
+
     // --- observations ---
     std::atomic<int> registrations{0};  // atomic: tests read them while the engine runs
     std::atomic<int> workRequests{0};
@@ -131,13 +185,25 @@ class FakeCoordinator final : public core::CoordinatorApi {
     net::Manifest manifestFor(int64_t id) const {
         net::Manifest m;
         m.workUnitId = id;
-        m.runId = 1;
-        m.baseVersion = 0;
+        m.runId = unitRun.count(id) ? unitRun.at(id) : 1;
+        m.baseVersion = unitVersion.count(id) ? unitVersion.at(id) : 0;
         m.model = m_model;
-        const auto& w = nanUnitsLocked(id) ? m_nanWeights : m_weights;
-        m.weightsUrl = "/v1/runs/1/weights/0";
+        const auto w = nanUnitsLocked(id) ? m_nanWeights : weightsOfLocked(m.runId, m.baseVersion);
+        m.weightsUrl =
+            "/v1/runs/" + std::to_string(m.runId) + "/weights/" + std::to_string(m.baseVersion);
         m.weightsSha256 = net::sha256(w);
         m.weightsBytes = static_cast<int64_t>(w.size());
+        // As the coordinator lists them: the last (at most 4) deltas ending at the base version.
+        if (auto it = m_deltas.find(m.runId); it != m_deltas.end())
+            for (int64_t v = std::max<int64_t>(0, m.baseVersion - 4); v < m.baseVersion; ++v) {
+                const auto& d = it->second.at(static_cast<size_t>(v));
+                net::WeightDeltaRef ref;
+                ref.fromVersion = v;
+                ref.sha256 = net::sha256(d);
+                ref.bytes = static_cast<int64_t>(d.size());
+                ref.urls = {"/blobs/sha256/" + net::toHex(ref.sha256)};
+                m.weightDeltas.push_back(ref);
+            }
         m.dataUrl = "/v1/runs/1/data/0";
         m.dataShard = 0;
         m.dataOffset = (id % 2) * 3000;
@@ -246,9 +312,30 @@ class FakeCoordinator final : public core::CoordinatorApi {
         std::vector<uint8_t> w;
         {
             std::lock_guard lock(mu);
-            w = nanUnitsLocked(m.workUnitId) ? m_nanWeights : m_weights;
+            ++weightsDownloads;
+            w = nanUnitsLocked(m.workUnitId) ? m_nanWeights
+                                             : weightsOfLocked(m.runId, m.baseVersion);
         }
         return write(dest, w, p);
+    }
+    core::ApiResult<core::DownloadOutcome> downloadWeightDelta(
+        const net::WeightDeltaRef& ref, const std::filesystem::path& dest,
+        const core::TransferProgressFn& p) override {
+        std::vector<uint8_t> bytes;
+        {
+            std::lock_guard lock(mu);
+            ++deltaDownloads;
+            for (const auto& [run, deltas] : m_deltas)
+                for (const auto& d : deltas)
+                    if (net::sha256(d) == ref.sha256)
+                        bytes = d;
+            if (bytes.empty() || missingDeltas.count(ref.fromVersion))
+                return core::apiFailure("HTTP 404: no blob " + net::toHex(ref.sha256), false, {},
+                                        "not_found", 404);
+            if (corruptDeltas.count(ref.fromVersion))
+                bytes[bytes.size() / 2] ^= 0x40;  // as a client that did not check would pass on
+        }
+        return write(dest, bytes, p);
     }
     core::ApiResult<core::DownloadOutcome> downloadData(
         const net::Manifest& m, const std::filesystem::path& dest,
@@ -349,6 +436,13 @@ class FakeCoordinator final : public core::CoordinatorApi {
 
   private:
     bool nanUnitsLocked(int64_t id) const { return nanUnits.count(id) > 0; }
+    std::vector<uint8_t> weightsOfLocked(int64_t run, int64_t version) const {
+        auto it = m_versions.find(run);
+        if (it == m_versions.end() || version < 0 ||
+            version >= static_cast<int64_t>(it->second.size()))
+            return m_weights;  // version 0 of run 1 (and whatever a test did not publish)
+        return it->second[static_cast<size_t>(version)];
+    }
     core::ApiResult<core::DownloadOutcome> write(const std::filesystem::path& dest,
                                                  const std::vector<uint8_t>& bytes,
                                                  const core::TransferProgressFn& p) {
@@ -366,6 +460,8 @@ class FakeCoordinator final : public core::CoordinatorApi {
     ModelConfig m_model;
     int m_innerSteps;
     std::vector<uint8_t> m_weights, m_nanWeights, m_text;
+    std::map<int64_t, std::vector<std::vector<uint8_t>>> m_versions;  // run -> its weights files
+    std::map<int64_t, std::vector<std::vector<uint8_t>>> m_deltas;    // run -> delta v -> v + 1
     net::PublicKey m_clientKey{};
     int64_t m_nextId = 1;
 };
