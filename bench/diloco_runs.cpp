@@ -290,6 +290,9 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                 : arm.keepOnDrop && lastDropped[k]       ? 1.0f
                                                                          : 0.0f;
             const bool shifts = arm.shiftFraction > 0 && r > 0;
+            // Whether the unit starts from `start` rather than from theta.
+            const bool startMoved = shifts || arm.lookahead || (arm.predictStart && r > 0) ||
+                                    blend > 0 || (arm.momentumLookahead > 0 && r > 0);
             if (shifts) {
                 const auto& mine = blend > 0 ? ownEnd[static_cast<size_t>(k)] : prevTheta;
                 for (int64_t i = 0; i < P; ++i)
@@ -363,9 +366,6 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 ownEnd[static_cast<size_t>(k)] = end;
             // What the upload is relative to: the assigned weights theta (the coordinator knows
             // them and re-bases from them), or for look the worker's own start (its progress).
-            bool startMoved = arm.lookahead || (arm.predictStart && r > 0) ||
-                              (arm.momentumLookahead > 0 && r > 0);
-            startMoved = startMoved || (r > 0 && arm.pipelined && arm.startBlend > 0);
             if (arm.startRebase)
                 unitStart[static_cast<size_t>(k)] =
                     std::make_shared<const std::vector<float>>(startMoved ? start : theta);
