@@ -49,19 +49,25 @@ const char* kUsage =
     "arrives S versions late), pipe (every upload arrives one version late, as when each\n"
     "worker starts its next unit from the weights it has while its upload is in flight), raw\n"
     "(late deltas added as they are; by default they are re-based onto the weights they land\n"
-    "on, as the coordinator does; reb<X> re-bases by the fraction X), wus (the inner lr warms up "
-    "and decays within each round,\n"
-    "as work units did before the run-wide schedule), cst (the inner lr warms up once and then\n"
-    "stays at its peak: the coordinator's schedule for a run of open length), olr<X> and\n"
-    "mom<X> (outer lr and momentum for this arm), eager<X> (with pipe: a worker's next unit\n"
-    "starts from (1-X) x the assigned weights + X x its own last end point), look (with pipe:\n"
-    "the eager updates of arXiv 2502.12996: a worker's next unit starts one tentative outer\n"
-    "step ahead, with the last round's mean delta in which its own part is replaced by its\n"
-    "fresh delta; it uploads its progress from that start, not re-based), keep (a worker\n"
-    "whose upload was dropped starts its next unit from its own end point, as in DiLoCo),\n"
-    "tokw (a round's mean divides by the weight of every upload due, so lost ones count as\n"
-    "zero), wdint8 and wdfp16 (the coordinator's --weight-deltas: each version moves by the\n"
-    "quantized outer update, with error feedback). Any arm, sync too: lr<X> (peak inner lr,\n"
+    "on, as the coordinator does; reb<X> re-bases by the fraction X; sreb<X> uploads the\n"
+    "progress from the unit's own start and re-bases from there by X), wus (the inner lr\n"
+    "warms up and decays within each round, as work units did before the run-wide schedule),\n"
+    "cst (the inner lr warms up once and then stays at its peak: the coordinator's schedule\n"
+    "for a run of open length), olr<X> and mom<X> (outer lr and momentum for this arm),\n"
+    "eager<X> (with pipe: a worker's next unit starts from (1-X) x the assigned weights + X x\n"
+    "its own last end point), nest<C> (with pipe: that start moves on by C x -lr mu^2 v, the\n"
+    "known part of the next outer step), pred (with pipe: start at\n"
+    "theta - lr ((1 + mu) d~ + mu^2 v), d~ = (own delta + (K - 1) x the last round's mean) / K,\n"
+    "re-based as usual), shift<F> (without pipe: a unit starts from the version before, with\n"
+    "eager<X> blended, and moves onto the current version after F x H steps: the overlap with\n"
+    "a result that is on time), look (with pipe: the eager updates of arXiv 2502.12996: a\n"
+    "worker's next unit starts one tentative outer step ahead, with the last round's mean\n"
+    "delta in which its own part is replaced by its fresh delta; it uploads its progress from\n"
+    "that start, not re-based), keep (a worker whose upload was dropped starts its next unit\n"
+    "from its own end point, as in DiLoCo), tokw (a round's mean divides by the weight of\n"
+    "every upload due, so lost ones count as zero), wdint8 and wdfp16 (the coordinator's\n"
+    "--weight-deltas: each version moves by the quantized outer update, with error\n"
+    "feedback). Any arm, sync too: lr<X> (peak inner lr,\n"
     "e.g. lr0.006), m<K> (workers), b<B> (sequences per worker step), s<N> (steps per\n"
     "worker). 'vs sync' compares with the best sync arm that trained the same number of tokens\n"
     "in all.\n"
@@ -89,7 +95,8 @@ Expected<Arm> parseArm(const std::string& text) {
         return makeError(
             "arm '" + text + "': " + why +
             "; expected sync[-lr<X>][-m<K>][-b<B>][-s<N>] or h<H>[-fp32|-fp16|-int8][-drop<P>]"
-            "[-stale<S>][-pipe][-raw|-reb<X>][-eager<X>|-look][-keep][-tokw][-wus][-cst][-olr<X>]"
+            "[-stale<S>][-pipe][-raw|-reb<X>|-sreb<X>][-eager<X>][-nest<C>][-look|-pred][-shift<F>]"
+            "[-keep][-tokw][-wus][-cst][-olr<X>]"
             "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate][-wdint8|-wdfp16]"
             " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
@@ -137,6 +144,14 @@ Expected<Arm> parseArm(const std::string& text) {
         } else if (p.rfind("eager", 0) == 0 && number(p.substr(5), &value) && value >= 0 &&
                    value <= 1) {
             arm.startBlend = static_cast<float>(value);
+        } else if (p.rfind("nest", 0) == 0 && number(p.substr(4), &value) && value >= 0 &&
+                   value <= 4) {
+            arm.momentumLookahead = static_cast<float>(value);
+        } else if (p.rfind("shift", 0) == 0 && number(p.substr(5), &value) && value > 0 &&
+                   value <= 1) {
+            arm.shiftFraction = static_cast<float>(value);
+        } else if (p == "pred") {
+            arm.predictStart = true;
         } else if (p == "look") {
             arm.lookahead = true;
         } else if (p == "fp32") {
@@ -155,6 +170,10 @@ Expected<Arm> parseArm(const std::string& text) {
             arm.pipelined = true;
         } else if (p == "raw") {
             arm.rebaseFraction = 0.0f;
+        } else if (p.rfind("sreb", 0) == 0 && number(p.substr(4), &value) && value >= 0 &&
+                   value <= 1) {
+            arm.rebaseFraction = static_cast<float>(value);
+            arm.startRebase = true;
         } else if (p.rfind("reb", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
                    value <= 1) {
             arm.rebaseFraction = static_cast<float>(value);
@@ -181,8 +200,24 @@ Expected<Arm> parseArm(const std::string& text) {
     if ((arm.attack != Attack::None || arm.gate != GateRule::None) &&
         (arm.pipelined || arm.staleness > 0))
         return bad("Byzantine workers and the gate are simulated for on-time uploads only");
-    if (arm.startBlend > 0 && !arm.pipelined)
+    if (arm.shiftFraction > 0 && (arm.pipelined || arm.staleness > 0 || arm.dropRate > 0 ||
+                                  arm.momentumLookahead > 0 || arm.predictStart))
+        return bad(
+            "shift<F> simulates on-time uploads whose next unit moves onto the new "
+            "version after F x H steps: it takes neither pipe, stale, drop, nest nor pred");
+    if (arm.startBlend > 0 && !arm.pipelined && arm.shiftFraction == 0)
         return bad("eager<X> blends the start of overlapped units: it needs pipe");
+    if (arm.predictStart &&
+        (!arm.pipelined || arm.lookahead || arm.startBlend > 0 || arm.momentumLookahead > 0))
+        return bad(
+            "pred guesses the start of overlapped units: it needs pipe, and neither look, "
+            "eager<X> nor nest<C>");
+    if (arm.momentumLookahead > 0 && (!arm.pipelined || arm.lookahead))
+        return bad("nest<C> moves the start of overlapped units: it needs pipe and not look");
+    if (arm.startRebase && (!arm.pipelined || arm.lookahead))
+        return bad(
+            "sreb<X> re-bases late results from their unit's start: it needs pipe and "
+            "not look");
     if (arm.lookahead && (!arm.pipelined || arm.startBlend > 0 || arm.rebaseFraction != 1.0f))
         return bad(
             "look starts overlapped units a tentative outer step ahead: it needs pipe, "

@@ -259,18 +259,21 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         return st.error();
     const int rounds = ctx.steps / H;
     // A worker's own last end point, where its next unit may start from (eager, keep).
-    const bool keepsEnds = arm.startBlend > 0 || arm.keepOnDrop;
+    const bool keepsEnds = arm.startBlend > 0 || arm.keepOnDrop || arm.predictStart;
     std::vector<std::vector<float>> ownEnd(keepsEnds ? static_cast<size_t>(K) : 0);
     std::vector<char> lastDropped(static_cast<size_t>(K), 0);
     std::vector<float> start(static_cast<size_t>(P));
+    std::vector<float> prevTheta;  // shift<F>: the version before theta
     // look (eager updates): the mean delta of the last round that committed anything, and each
     // worker's own last two deltas (its progress from its start), fresh and the one before.
-    const size_t lookP = arm.lookahead ? static_cast<size_t>(P) : 0;
+    const size_t lookP = arm.lookahead || arm.predictStart ? static_cast<size_t>(P) : 0;
     std::vector<float> lastMean(lookP, 0.0f);
     std::vector<std::vector<float>> ownFresh(arm.lookahead ? static_cast<size_t>(K) : 0,
                                              std::vector<float>(lookP, 0.0f));
     std::vector<std::vector<float>> ownPrev = ownFresh;
     const double unitTokens = static_cast<double>(H) * B * T;
+    // sreb<X>: each upload is relative to its unit's own start, its base for re-basing.
+    std::vector<std::shared_ptr<const std::vector<float>>> unitStart(static_cast<size_t>(K));
     // Pipelined: one more close after the last unit commits the uploads still in flight, so
     // that every trained token reaches the weights as in the other arms.
     const int closes = arm.pipelined ? rounds + 1 : rounds;
@@ -282,11 +285,21 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             Backend& w = *workers[k];
             // Where this unit starts: the assigned weights theta, or a blend with the worker's
             // own last end point (the manifest's start_blend).
-            const float blend = r == 0                             ? 0.0f
-                                : arm.pipelined                    ? arm.startBlend
-                                : arm.keepOnDrop && lastDropped[k] ? 1.0f
-                                                                   : 0.0f;
-            if (arm.lookahead) {
+            const float blend = r == 0                                   ? 0.0f
+                                : arm.pipelined || arm.shiftFraction > 0 ? arm.startBlend
+                                : arm.keepOnDrop && lastDropped[k]       ? 1.0f
+                                                                         : 0.0f;
+            const bool shifts = arm.shiftFraction > 0 && r > 0;
+            // Whether the unit starts from `start` rather than from theta.
+            const bool startMoved = shifts || arm.lookahead || (arm.predictStart && r > 0) ||
+                                    blend > 0 || (arm.momentumLookahead > 0 && r > 0);
+            if (shifts) {
+                const auto& mine = blend > 0 ? ownEnd[static_cast<size_t>(k)] : prevTheta;
+                for (int64_t i = 0; i < P; ++i)
+                    start[i] = prevTheta[i] + blend * (mine[i] - prevTheta[i]);
+                if (auto st = w.loadParameters(start); !st)
+                    return st.error();
+            } else if (arm.lookahead) {
                 // The outer step (v = mu v + d; theta -= lr (d + mu v)) taken tentatively with
                 // d = the last mean + this worker's share x (its fresh delta - its last one).
                 const float share = 1.0f / static_cast<float>(K);
@@ -299,16 +312,39 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 }
                 if (auto st = w.loadParameters(start); !st)
                     return st.error();
-            } else if (blend > 0) {
+            } else if (arm.predictStart && r > 0) {
+                const float share = 1.0f / static_cast<float>(K);
+                const float mu = outer.momentum;
                 const auto& mine = ownEnd[static_cast<size_t>(k)];
+                for (int64_t i = 0; i < P; ++i) {
+                    const float d = share * (theta[i] - mine[i]) + (1 - share) * lastMean[i];
+                    start[i] = theta[i] - outer.lr * ((1 + mu) * d + mu * mu * velocity[i]);
+                }
+                if (auto st = w.loadParameters(start); !st)
+                    return st.error();
+            } else if (blend > 0 || (arm.momentumLookahead > 0 && r > 0)) {
+                // nest<C>: plus C x the known part of the next outer step, -lr mu^2 v.
+                const float ahead =
+                    arm.momentumLookahead * outer.lr * outer.momentum * outer.momentum;
+                const auto& mine = blend > 0 ? ownEnd[static_cast<size_t>(k)] : theta;
                 for (int64_t i = 0; i < P; ++i)
-                    start[i] = theta[i] + blend * (mine[i] - theta[i]);
+                    start[i] = theta[i] + blend * (mine[i] - theta[i]) - ahead * velocity[i];
                 if (auto st = w.loadParameters(start); !st)
                     return st.error();
             } else if (auto st = w.loadParameters(theta); !st) {
                 return st.error();
             }
+            const int shiftStep = static_cast<int>(std::lround(arm.shiftFraction * H));
             for (int h = 0; h < H; ++h) {
+                if (shifts && h == shiftStep) {
+                    // The current version arrived: keep the progress, move onto it.
+                    if (auto st = w.storeParameters(end); !st)
+                        return st.error();
+                    for (int64_t i = 0; i < P; ++i)
+                        end[i] += theta[i] - start[i];
+                    if (auto st = w.loadParameters(end); !st)
+                        return st.error();
+                }
                 samplers[k].next(B, T, inputs, targets);
                 auto loss = w.forward(inputs, targets, B, T);
                 if (!loss)
@@ -330,7 +366,12 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 ownEnd[static_cast<size_t>(k)] = end;
             // What the upload is relative to: the assigned weights theta (the coordinator knows
             // them and re-bases from them), or for look the worker's own start (its progress).
-            const std::vector<float>& from = arm.lookahead ? start : theta;
+            if (arm.startRebase)
+                unitStart[static_cast<size_t>(k)] =
+                    std::make_shared<const std::vector<float>>(startMoved ? start : theta);
+            const std::vector<float>& from = arm.lookahead     ? start
+                                             : arm.startRebase ? *unitStart[static_cast<size_t>(k)]
+                                                               : theta;
             if (arm.lookahead) {
                 auto& fresh = ownFresh[static_cast<size_t>(k)];
                 ownPrev[static_cast<size_t>(k)].swap(fresh);
@@ -379,7 +420,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         const auto base = std::make_shared<const std::vector<float>>(theta);
         if (arm.pipelined) {
             for (int k : onTime)
-                inFlight.push_back({r + 1, 1, uploads[k], base});
+                inFlight.push_back({r + 1, 1, uploads[k],
+                                    arm.startRebase ? unitStart[static_cast<size_t>(k)] : base});
             result.staleResults += static_cast<int>(onTime.size());
             onTime.clear();
         } else if (arm.staleness > 0 && !onTime.empty()) {
@@ -432,11 +474,13 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
         }
         if (byzantine)
             before = theta;
-        if (arm.lookahead && weightSum > 0)
+        if ((arm.lookahead || arm.predictStart) && weightSum > 0)
             for (int64_t i = 0; i < P; ++i)
                 lastMean[i] = static_cast<float>(sum[i] / weightSum);
         // tokw: the uploads that were lost count as zero deltas.
         const double divisor = arm.dueWeight ? std::max(weightSum, K * unitTokens) : weightSum;
+        if (arm.shiftFraction > 0)
+            prevTheta = theta;
         if (weightSum > 0) {
             if (arm.weightDeltas != WeightDeltaCodec::Off)
                 stepStart = theta;

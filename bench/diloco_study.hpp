@@ -34,6 +34,9 @@ struct Arm {
     // How much of (base - current) a late delta is re-based by: 1 counts it from the weights it
     // lands on, 0 adds it as it is (raw).
     float rebaseFraction = 1.0f;
+    // sreb<X>: a late delta is the unit's progress from its own start (start - end), re-based
+    // from that start by the fraction X (reb<X> re-bases from the assigned weights).
+    bool startRebase = false;
     bool roundSchedule = false;  // inner lr warms up and decays within each round
     bool constantLr = false;     // inner lr warms up once, then stays at its peak
     std::optional<float> outerLr, outerMomentum;
@@ -45,12 +48,27 @@ struct Arm {
     // (1 - X) x the weights it is assigned + X x its own last end point, as the worker does
     // with the manifest's start_blend; its delta stays relative to the assigned weights.
     float startBlend = 0;
+    // The momentum lookahead (nest<C>): with pipe, an overlapped unit's start moves on by
+    // C x the part of the next outer step that is already known, -lr mu^2 v (the coordinator's
+    // velocity when the unit is assigned), so that a late result is trained about where the
+    // weights will be when it lands; its delta is re-based like any late result.
+    float momentumLookahead = 0;
     // The eager updates of Kale et al. (look, arXiv 2502.12996): with pipe, a worker's next
     // unit starts one tentative outer step ahead of the assigned weights, the step the
     // coordinator would take if this round's mean were the last round's with the worker's own
     // part replaced by its fresh delta; it uploads its progress from that start, which the
     // coordinator commits as it is (not re-based).
     bool lookahead = false;
+    // pred: with pipe, an overlapped unit starts at a guess of the weights its result will
+    // land on, theta - lr ((1 + mu) d~ + mu^2 v) with d~ = (1/K) (theta - its own last end
+    // point) + (1 - 1/K) x the last round's mean delta; its upload is re-based as usual.
+    bool predictStart = false;
+    // shift<F>: the overlap without late results. A unit starts from the version before the
+    // current one (with eager<X>: blended with the worker's own last end point), the version
+    // its predecessor's result makes arrives after F x H of its steps, and the worker then
+    // moves its parameters by (that version - its start) and trains on: its result is relative
+    // to that version, on time.
+    float shiftFraction = 0;
     // Dropped uploads: keep (DiLoCo): the worker whose upload was lost starts its next unit
     // from its own end point (start_blend 1); tokw: the round's mean divides by the weight of
     // every upload that was due, so a round that lost some moves less.
