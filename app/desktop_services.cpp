@@ -154,6 +154,7 @@ ui::RunInfo DesktopServices::runStatus(const core::Settings& settings) {
     r.innerStepsMax = status->innerStepsMax;
     r.tokenBytes = status->tokenBytes;
     r.resultEncoding = status->resultEncoding;
+    r.weightDeltas = status->weightDeltas;
     if (status->latestExport) {
         r.latestExportPath = q(status->latestExport->path);
         r.latestExportFormat = q(status->latestExport->format);

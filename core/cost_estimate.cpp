@@ -1,6 +1,7 @@
 #include "cost_estimate.hpp"
 
 #include "result_format.hpp"
+#include "weight_delta_file.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -31,8 +32,11 @@ CostEstimate estimateCosts(const CostInputs& in) {
     c.innerSteps = innerStepsFor(sizing, in.tokensPerSecond, in.upMbitPerSecond * 1e6 / 8);
     c.tokensPerUnit = int64_t{c.innerSteps} * in.sizing.tokensPerStep;
     // The worker downloads exactly its range: H batches of windows.
+    const int64_t weightBytes = in.weightDeltas == WeightDeltaCodec::Off
+                                    ? 4 * in.parameterCount
+                                    : weightDeltaFileBytes(in.weightDeltas, in.parameterCount);
     c.downloadBytesPerUnit =
-        4 * in.parameterCount + c.tokensPerUnit * std::max(1, in.tokenBytes) + kManifestBytes;
+        weightBytes + c.tokensPerUnit * std::max(1, in.tokenBytes) + kManifestBytes;
     c.downloadSecondsPerUnit = transferSeconds(c.downloadBytesPerUnit, in.downMbitPerSecond);
     c.uploadSecondsPerUnit = transferSeconds(c.uploadBytesPerUnit, in.upMbitPerSecond);
     if (in.tokensPerSecond <= 0)

@@ -8,6 +8,7 @@
 #include "result_format.hpp"
 #include "rules.hpp"
 #include "unit_sizing.hpp"
+#include "weight_delta.hpp"
 
 #include <cstdint>
 
@@ -25,8 +26,11 @@ struct CostInputs {
     UnitSizing sizing;           // the run's B x T, target seconds and limits on H
     int tokenBytes = 1;          // of the unit's data range
     uint32_t resultEncoding = net::kEncodingFp16;  // the run's (GET /v1/status)
-    double tokensPerSecond = 0;                    // the device's measured speed; 0: not measured
-    double setupSeconds = 0;                       // per unit: loading the weights into the device
+    // The run's weight deltas: a worker that holds the last unit's weights downloads only the
+    // delta to the next version (core/weight_rebuild.hpp), one a unit in the steady state.
+    WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;
+    double tokensPerSecond = 0;  // the device's measured speed; 0: not measured
+    double setupSeconds = 0;     // per unit: loading the weights into the device
     double downMbitPerSecond = 0, upMbitPerSecond = 0;  // 0: not measured
     double latencyMs = 0;
     double hoursPerDay = 24;  // how long the device may work each day
@@ -38,7 +42,7 @@ struct CostInputs {
 struct CostEstimate {
     int innerSteps = 0;  // H the coordinator will give this device
     int64_t tokensPerUnit = 0;
-    int64_t downloadBytesPerUnit = 0;  // fp32 weights, the data range and the manifest
+    int64_t downloadBytesPerUnit = 0;  // fp32 weights or their delta, the data range, the manifest
     int64_t uploadBytesPerUnit = 0;    // the encoded pseudo-gradient and its header
     double downloadSecondsPerUnit = 0;
     double uploadSecondsPerUnit = 0;

@@ -16,6 +16,7 @@ core::CostInputs costInputs(const CostFacts& f) {
                  f.run.innerStepsMax};
     in.tokenBytes = std::max(1, f.run.tokenBytes);
     in.resultEncoding = net::encodingFromName(f.run.resultEncoding).value_or(net::kEncodingFp16);
+    in.weightDeltas = parseWeightDeltaCodec(f.run.weightDeltas).value_or(WeightDeltaCodec::Off);
     if (f.speed.ok) {
         in.tokensPerSecond = f.speed.tokensPerSecond;
         in.setupSeconds = f.speed.setupSeconds;

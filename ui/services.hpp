@@ -71,6 +71,7 @@ struct RunInfo {
     int innerStepsMin = 0, innerStepsMax = 0;
     int tokenBytes = 0;
     std::string resultEncoding;      // "fp16", "int8"; empty: not said (fp16)
+    std::string weightDeltas;        // "off", "fp16", "int8"; empty: not said (off)
     std::vector<RoundInfo> history;  // closed rounds, oldest first
     // What the model wrote after its newest sampled version (sampleVersion 0: nothing yet).
     int64_t sampleVersion = 0;

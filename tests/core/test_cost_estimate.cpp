@@ -6,6 +6,7 @@
 
 #include "backend.hpp"
 #include "model.hpp"
+#include "weight_delta_file.hpp"
 
 #include <QtTest>
 
@@ -113,6 +114,20 @@ class TestCostEstimate : public QObject {
         QCOMPARE(c.uploadBytesPerUnit, int64_t{1000 + 16 + 128});
         QVERIFY(qFuzzyCompare(c.secondsPerUnit, 1144 * 8 / 1000.0));
         QVERIFY(qFuzzyCompare(c.uploadBytesPerDay, 8 * 3600 / (1144 * 8 / 1000.0) * 1144));
+    }
+
+    // With weight deltas the steady state downloads one delta a unit instead of the fp32 file:
+    // int8, P + a 4-byte scale per 256 values + the delta file's header.
+    void weightDeltasShrinkTheDownload() {
+        CostInputs in = handWorked();
+        in.weightDeltas = WeightDeltaCodec::Int8;
+        const CostEstimate c = estimateCosts(in);
+        const int64_t delta = weightDeltaFileBytes(WeightDeltaCodec::Int8, 1000);
+        QVERIFY(delta >= 1016 && delta < 1016 + 256);
+        QCOMPARE(c.downloadBytesPerUnit, delta + 6400 + kManifestBytes);
+        in.weightDeltas = WeightDeltaCodec::Fp16;
+        QCOMPARE(estimateCosts(in).downloadBytesPerUnit,
+                 weightDeltaFileBytes(WeightDeltaCodec::Fp16, 1000) + 6400 + kManifestBytes);
     }
 
     void dailyCapsLimitTheDay() {
