@@ -57,6 +57,7 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
         return st.error();
     if (auto st = impl->restoreLiveness(); !st)
         return makeError("reading the assigned work units: " + st.error().message);
+    impl->roundClock = RoundClock(impl->cfg.databaseUrl, impl->runId);
     auto* raw = impl.get();
     raw->aggregator = std::make_unique<RoundAggregator>(raw->sum, raw->run.resultEncoding,
                                                         &raw->pool, raw->cfg.backgroundThreads);

@@ -3,10 +3,13 @@
 // the same uploads in the same order. Both must commit every round and accept every result, the
 // PostgreSQL run must resume from the database after its restarts, and since the aggregation is
 // deterministic the final weights and momentum must be bit-identical. Runs in a cluster that
-// tests/tools/with_postgres starts (label postgres).
+// tests/tools/with_postgres starts (label postgres). Then the round clock (round_clock.hpp): one
+// holder per run, taken over when the holder goes, and a coordinator that does not hold it
+// closes no round until it does.
 //
 // Dimensions: P parameters.
 #include "direct.hpp"
+#include "round_clock.hpp"
 #include "state_store.hpp"
 
 #include <QtTest>
@@ -81,6 +84,10 @@ RunOutcome runScenario(DirectCoordinator& f, const std::function<void()>& check)
     return out;
 }
 
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
 bool sameBits(const std::vector<float>& x, const std::vector<float>& y) {
     return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
@@ -144,6 +151,68 @@ class TestCoordinatorPostgres : public QObject {
         QCOMPARE(q->integer(2), int64_t{4});
         QCOMPARE(q->integer(3), int64_t{4});
         QCOMPARE(q->integer(4), int64_t{4 * (48 + 80)});
+    }
+
+    void oneRoundClockPerRunTakenOverWhenItsHolderGoes() {
+        auto url = freshPostgresDatabase("round_clock");
+        QVERIFY2(url.ok(), url.ok() ? "" : url.error().message.c_str());
+        QVERIFY(coord::RoundClock().held());  // SQLite: always this process
+        auto a = std::make_unique<coord::RoundClock>(*url, 1);
+        coord::RoundClock b(*url, 1), otherRun(*url, 2);
+        QVERIFY(a->held());
+        QVERIFY(a->held());  // still, and re-checked
+        QVERIFY(!b.held());
+        QCOMPARE(b.why(), std::string("another process runs the round clock of this run"));
+        QVERIFY(otherRun.held());
+        // The holder's process ends: its connection closes and the lock with it.
+        a.reset();
+        QVERIFY(b.held());
+
+        // Every connection to the database killed (a server restart, a network cut): the holder
+        // finds out at its next check and no longer claims the clock; then whoever tries first
+        // takes it, and only one of them.
+        coord::RoundClock c(*url, 1);
+        QVERIFY(!c.held());
+        auto admin = storage::openPostgres(*postgresUrl(), {});
+        QVERIFY(admin.ok());
+        auto kill = admin->prepare(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+            "'round_clock'");
+        QVERIFY(kill->run().ok());
+        QVERIFY(!b.held());
+        QVERIFY2(contains(b.why(), "round clock: checking the round clock's connection: "),
+                 b.why().c_str());
+        bool cHeld = false, bHeld = false;
+        for (int tries = 0; tries < 3 && !cHeld; ++tries)
+            cHeld = c.held();
+        QVERIFY(cHeld);
+        for (int tries = 0; tries < 3; ++tries)
+            bHeld = bHeld || b.held();
+        QVERIFY(!bHeld);
+    }
+
+    void aCoordinatorWithoutTheRoundClockClosesNoRound() {
+        auto cfg = config();
+        cfg.quorum = 3;
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto& c = f.coordinator();
+        // Another process holds the clock of this run.
+        auto other = std::make_unique<coord::RoundClock>(f.t().config().databaseUrl, c.runId());
+        QVERIFY(other->held());
+        auto a = f.registerClient("a");
+        const auto m = f.work(a);
+        QVERIFY(f.upload(a, buildResult(m, patternDelta(c.parameterCount()), a.key, 32)).ok());
+        *f.clock += 601;  // past the round's deadline: 1 of 3 results closes it
+        c.tick();
+        QCOMPARE(c.currentVersion(), int64_t{0});
+        QVERIFY(
+            f.logged("not running the round clock: another process runs the round clock of "
+                     "this run"));
+        other.reset();
+        c.tick();
+        QCOMPARE(c.currentVersion(), int64_t{1});
+        QVERIFY(f.logged("this process runs the round clock now"));
     }
 
     void aWrongDatabaseUrlIsRefusedClearly() {
