@@ -16,7 +16,7 @@ bool RoundClock::held() {
             m_why = db.error().message;
             return false;
         }
-        m_db.emplace(std::move(*db));
+        m_db = std::make_unique<Database>(std::move(*db));
     }
     // Held: one round trip shows the session (and with it the lock) is alive. Not held: try.
     auto q = m_held ? m_db->prepareCached("SELECT 1", "checking the round clock's connection")

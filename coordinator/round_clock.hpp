@@ -9,7 +9,7 @@
 #include "sqlite.hpp"
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 
 namespace tandem::coord {
@@ -36,7 +36,7 @@ class RoundClock {
   private:
     std::string m_url;
     int64_t m_runId = 0;
-    std::optional<Database> m_db;
+    std::unique_ptr<Database> m_db;  // (Database cannot be move-assigned)
     bool m_held = false;
     std::string m_why;
 };
