@@ -3,9 +3,9 @@
 // built by hand.
 #pragma once
 
+#include "../tools/postgres_cluster.hpp"  // (by path: included from several test folders)
 #include "coordinator.hpp"
 #include "crypto.hpp"
-#include "postgres_cluster.hpp"
 #include "protocol.hpp"
 #include "result_format.hpp"
 #include "server.hpp"
