@@ -27,14 +27,15 @@ int fail(const std::string& message) {
     return 1;
 }
 
-int runExport(const CoordinatorCommands& c, const std::filesystem::path& stateDir) {
+int runExport(const CoordinatorCommands& c, const std::filesystem::path& stateDir,
+              const std::string& databaseUrl) {
     auto format = parseModelFormat(c.format);
     if (!format)
         return usageError("tandem-coordinator", "--format: " + format.error().message);
     coord::ExportRequest r;
     r.stateDir = stateDir;
     if (c.runId == 0) {
-        auto run = coord::readStoredRun(stateDir);
+        auto run = coord::readStoredRun(stateDir, std::nullopt, databaseUrl);
         if (!run)
             return fail(run.error().message);
         r.runId = run->id;
@@ -46,7 +47,7 @@ int runExport(const CoordinatorCommands& c, const std::filesystem::path& stateDi
     r.out = c.out;
     if (!c.tokenizer.empty())
         r.tokenizer = c.tokenizer;
-    auto record = coord::exportRun(r);
+    auto record = coord::exportRun(r, databaseUrl);
     if (!record)
         return fail(record.error().message);
     std::printf("exported version %lld of run %lld as %s to %s\n",
@@ -55,9 +56,10 @@ int runExport(const CoordinatorCommands& c, const std::filesystem::path& stateDi
     return 0;
 }
 
-int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDir) {
-    auto run = coord::readStoredRun(stateDir,
-                                    c.runId == 0 ? std::nullopt : std::optional<int64_t>(c.runId));
+int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDir,
+              const std::string& databaseUrl) {
+    auto run = coord::readStoredRun(
+        stateDir, c.runId == 0 ? std::nullopt : std::optional<int64_t>(c.runId), databaseUrl);
     if (!run)
         return fail(run.error().message);
     std::printf("run %lld in %s\nmodel %s (%lld parameters)\nround %lld open\n",
@@ -76,7 +78,7 @@ int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDi
                     timeText(e->exportedUnix).c_str());
     else
         std::printf("latest export: none\n");
-    auto twins = coord::readTwinSummary(stateDir, run->id);
+    auto twins = coord::readTwinSummary(stateDir, run->id, databaseUrl);
     if (!twins)
         return fail(twins.error().message);
     std::printf(
@@ -93,9 +95,10 @@ int runStatus(const CoordinatorCommands& c, const std::filesystem::path& stateDi
     return 0;
 }
 
-int runSample(const CoordinatorCommands& c, const std::filesystem::path& stateDir) {
-    auto run = coord::readStoredRun(stateDir,
-                                    c.runId == 0 ? std::nullopt : std::optional<int64_t>(c.runId));
+int runSample(const CoordinatorCommands& c, const std::filesystem::path& stateDir,
+              const std::string& databaseUrl) {
+    auto run = coord::readStoredRun(
+        stateDir, c.runId == 0 ? std::nullopt : std::optional<int64_t>(c.runId), databaseUrl);
     if (!run)
         return fail(run.error().message);
     const int64_t version = c.version.value_or(run->version);
@@ -173,13 +176,14 @@ void addCoordinatorCommands(CLI::App& cli, CoordinatorCommands& c) {
 }
 
 std::optional<int> runCoordinatorCommand(const CoordinatorCommands& c,
-                                         const std::filesystem::path& stateDir) {
+                                         const std::filesystem::path& stateDir,
+                                         const std::string& databaseUrl) {
     if (c.exportCommand && c.exportCommand->parsed())
-        return runExport(c, stateDir);
+        return runExport(c, stateDir, databaseUrl);
     if (c.statusCommand && c.statusCommand->parsed())
-        return runStatus(c, stateDir);
+        return runStatus(c, stateDir, databaseUrl);
     if (c.sampleCommand && c.sampleCommand->parsed())
-        return runSample(c, stateDir);
+        return runSample(c, stateDir, databaseUrl);
     return std::nullopt;
 }
 

@@ -30,7 +30,9 @@ struct CoordinatorCommands {
 void addCoordinatorCommands(CLI::App& cli, CoordinatorCommands& commands);
 
 // Runs the subcommand that was given (nullopt: none was, serve).
+// databaseUrl: --db (empty: the state directory's coordinator.db).
 std::optional<int> runCoordinatorCommand(const CoordinatorCommands& commands,
-                                         const std::filesystem::path& stateDir);
+                                         const std::filesystem::path& stateDir,
+                                         const std::string& databaseUrl);
 
 }  // namespace tandem::app

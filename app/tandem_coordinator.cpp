@@ -85,6 +85,11 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
     cli.add_option("--state-dir", cfg.stateDir,
                    "database, weights, keys and certificates (default ./tandem-coordinator)")
         ->type_name("DIR");
+    cli.add_option("--db", cfg.databaseUrl,
+                   "keep the run state in PostgreSQL instead of <state-dir>/coordinator.db:\n"
+                   "postgresql://USER@HOST:PORT/DATABASE (the password best in ~/.pgpass;\n"
+                   "docs/operations.md); weights and uploads stay in --state-dir")
+        ->type_name("URL");
     cli.add_option("--corpus", cfg.corpus,
                    "text files or directories (needed when the state dir has no run yet)")
         ->type_name("PATH")
@@ -319,7 +324,7 @@ int main(int argc, char** argv) {
     if (auto exitCode =
             parseOptions(cli, argc, argv, cfg, server, metricsAddress, commands, tokenizer))
         return *exitCode;
-    if (auto exitCode = app::runCoordinatorCommand(commands, cfg.stateDir))
+    if (auto exitCode = app::runCoordinatorCommand(commands, cfg.stateDir, cfg.databaseUrl))
         return *exitCode;
     if (*tokenizer.train)
         return app::runTokenizerTrain(tokenizer.spec);

@@ -48,6 +48,8 @@ const char* kUsage =
     "  --http-threads H     the coordinator's --http-threads (default: its own, 512)\n"
     "  --replicate-fraction F  the coordinator's --replicate-fraction (default: its own,\n"
     "                       0.05; twins' held results are retried, so 0 for memory series)\n"
+    "  --db URL             the coordinator's --db: its run state in this PostgreSQL database\n"
+    "                       (fresh and empty; default: SQLite in the state directory)\n"
     "  --coordinator PATH   the tandem-coordinator to run (default: this build's)\n"
     "  --dir DIR            parent of the state directory (default: a fresh one under /tmp)\n"
     "  --help               this text\n";
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
     int workers = 100, clientThreads = 16, uploaders = 8, maxUploads = 0, httpThreads = 0;
     std::string replicateFraction;  // empty: the coordinator's default
     double seconds = 10, uploadRate = 0;
-    std::string model = "tiny", jsonPath;
+    std::string model = "tiny", jsonPath, databaseUrl;
     fs::path coordinator = TANDEM_COORDINATOR_BIN, parent = fs::temp_directory_path();
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -130,6 +132,8 @@ int main(int argc, char** argv) {
             httpThreads = static_cast<int>(positive(2));
         } else if (a == "--replicate-fraction") {
             replicateFraction = next();
+        } else if (a == "--db") {
+            databaseUrl = next();
         } else if (a == "--coordinator") {
             coordinator = next();
         } else if (a == "--dir") {
@@ -196,6 +200,10 @@ int main(int argc, char** argv) {
         args.emplace_back("--replicate-fraction");
         args.push_back(replicateFraction);
     }
+    if (!databaseUrl.empty()) {
+        args.emplace_back("--db");
+        args.push_back(databaseUrl);
+    }
     auto process = CoordinatorProcess::start(coordinator, args, dir / "coordinator.log");
     if (!process) {
         std::fprintf(stderr, "%s\n", process.error().message.c_str());
@@ -207,11 +215,12 @@ int main(int argc, char** argv) {
                 bench::cpuModel().c_str(), std::thread::hardware_concurrency(), loadBefore.c_str());
     std::printf(
         "coordinator %s (pid %d), model %s (P = %lld), %d workers, %d client threads, "
-        "%d uploaders (max-uploads %d), upload rate %s\n",
+        "%d uploaders (max-uploads %d), upload rate %s, state in %s\n",
         coordinator.c_str(), static_cast<int>(process->pid()), model.c_str(),
         static_cast<long long>(parameters), workers, clientThreads, uploaders, maxUploads,
         uploadRate > 0 ? (std::to_string(static_cast<int64_t>(uploadRate)) + " B/s").c_str()
-                       : "unlimited");
+                       : "unlimited",
+        databaseUrl.empty() ? "SQLite" : "PostgreSQL");
 
     LoadSettings settings;
     settings.port = process->port();
@@ -286,6 +295,7 @@ int main(int argc, char** argv) {
                             {"load_average_after", loadAfter},
                             {"coordinator", coordinator.string()},
                             {"model", model},
+                            {"state_store", databaseUrl.empty() ? "sqlite" : "postgresql"},
                             {"parameters", parameters},
                             {"workers", workers},
                             {"seconds", seconds},

@@ -6,6 +6,7 @@
 
 #include "coordinator_impl.hpp"
 #include "run_export.hpp"
+#include "state_store.hpp"
 
 #include "safe_text.hpp"
 
@@ -25,10 +26,13 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     cfg.mirrors = std::move(*mirrors);
     // A new state directory: the run's corpus is checked before anything is made, so that a
     // refused corpus leaves nothing behind.
+    if (auto st = checkDatabaseUrl(cfg.databaseUrl); !st)
+        return st.error();
     std::optional<NewRun> pending;
     {
+        // (With PostgreSQL, restore() prepares the run when the database holds none.)
         std::error_code ec;
-        if (!fs::exists(cfg.stateDir / "coordinator.db", ec)) {
+        if (cfg.databaseUrl.empty() && !fs::exists(cfg.stateDir / "coordinator.db", ec)) {
             auto prepared = prepareNewRun(cfg);
             if (!prepared)
                 return prepared.error();
@@ -39,13 +43,9 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     auto dirs = StateDir::open(cfg.stateDir);
     if (!dirs)
         return dirs.error();
-    const auto dbPath = dirs->databaseFile();
-    // FULL: an accepted result and its receipt survive a power cut.
-    auto db = Database::open(dbPath, {.synchronous = storage::Synchronous::Full,
-                                      .migrations = kMigrations,
-                                      .newerHint = "use a newer tandem-coordinator"});
+    auto db = openStateStore(cfg.stateDir, cfg.databaseUrl);
     if (!db)
-        return makeError(db.error().message + " (" + dbPath.string() + ")");
+        return db.error();
     auto key = net::SigningKey::loadOrCreate(dirs->keyFile());
     if (!key)
         return makeError("coordinator key: " + key.error().message);
@@ -57,6 +57,7 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
         return st.error();
     if (auto st = impl->restoreLiveness(); !st)
         return makeError("reading the assigned work units: " + st.error().message);
+    impl->roundClock = RoundClock(impl->cfg.databaseUrl, impl->runId);
     auto* raw = impl.get();
     raw->aggregator = std::make_unique<RoundAggregator>(raw->sum, raw->run.resultEncoding,
                                                         &raw->pool, raw->cfg.backgroundThreads);
@@ -257,10 +258,15 @@ MetricsGauges Coordinator::Impl::metricsGauges() {
         g.blockedClients = q->integer(0);
     std::error_code ec;
     const fs::path dbFile = dirs.databaseFile();
-    for (const fs::path& f : {dbFile, fs::path(dbFile.string() + "-wal")}) {
-        const auto bytes = fs::file_size(f, ec);
-        if (!ec)
-            g.databaseBytes += static_cast<int64_t>(bytes);
+    if (db.backend() == storage::Backend::Postgres) {
+        if (auto q = db.prepare("SELECT pg_database_size(current_database())"); q && q->step())
+            g.databaseBytes = q->integer(0);
+    } else {
+        for (const fs::path& f : {dbFile, fs::path(dbFile.string() + "-wal")}) {
+            const auto bytes = fs::file_size(f, ec);
+            if (!ec)
+                g.databaseBytes += static_cast<int64_t>(bytes);
+        }
     }
     struct statvfs v {};
     if (::statvfs(dirs.root().c_str(), &v) == 0) {

@@ -30,6 +30,9 @@ namespace tandem::coord {
 
 struct CoordinatorConfig {
     std::filesystem::path stateDir;
+    // The run state (state_store.hpp): empty, the SQLite file coordinator.db in stateDir; or a
+    // postgresql:// URL. Files (weights, blobs, uploads) stay in stateDir either way.
+    std::string databaseUrl;
     // A new run's data (run_data.hpp): text files or directories as bytes, or, with a
     // tokenizer (a SentencePiece model), tokenized once into token shards; or llm.c token
     // shards (files or directories of *.bin) instead of corpus.

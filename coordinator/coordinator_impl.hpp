@@ -15,6 +15,7 @@
 #include "result_format.hpp"
 #include "robust_gate.hpp"
 #include "round_aggregator.hpp"
+#include "round_clock.hpp"
 #include "run_data.hpp"
 #include "run_setup.hpp"
 #include "schema.hpp"
@@ -71,6 +72,8 @@ struct Coordinator::Impl {
     std::mutex mu;  // guards everything below, including the database connection
     StateDir dirs;
     Database db;
+    RoundClock roundClock;       // whether this process closes rounds (round_clock.hpp)
+    bool roundClockHeld = true;  // at the last tick, for the log
     net::SigningKey key;
     ThreadPool pool;  // aggregation, outer step
     ClientRegistry clients;

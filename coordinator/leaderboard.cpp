@@ -14,8 +14,9 @@ Status Leaderboard::addResult(int64_t runId, int64_t clientId, int64_t tokens, d
     ++m_generation;
     auto donor = m_db.prepareCached(
         "INSERT INTO donor_totals(run_id, client_id, tokens, units, credit) VALUES (?, ?, ?, 1, ?) "
-        "ON CONFLICT(run_id, client_id) DO UPDATE SET tokens = tokens + excluded.tokens, "
-        "units = units + 1, credit = credit + excluded.credit",
+        "ON CONFLICT(run_id, client_id) DO UPDATE SET tokens = donor_totals.tokens + "
+        "excluded.tokens, units = donor_totals.units + 1, credit = donor_totals.credit + "
+        "excluded.credit",
         "adding to the donor's totals");
     if (!donor)
         return donor.error();
@@ -32,8 +33,9 @@ Status Leaderboard::addResult(int64_t runId, int64_t clientId, int64_t tokens, d
     const std::string team = member->text(0), key = member->text(1);
     auto add = m_db.prepareCached(
         "INSERT INTO team_totals(run_id, team_key, team, tokens, units, credit) VALUES (?, ?, ?, "
-        "?, 1, ?) ON CONFLICT(run_id, team_key) DO UPDATE SET tokens = tokens + excluded.tokens, "
-        "units = units + 1, credit = credit + excluded.credit",
+        "?, 1, ?) ON CONFLICT(run_id, team_key) DO UPDATE SET tokens = team_totals.tokens + "
+        "excluded.tokens, units = team_totals.units + 1, credit = team_totals.credit + "
+        "excluded.credit",
         "adding to the team's totals");
     if (!add)
         return add.error();

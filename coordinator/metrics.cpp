@@ -197,8 +197,10 @@ std::string Metrics::render(const MetricsGauges& g) const {
     e.single("tandem_clients_blocked", "gauge",
              "Clients blocked after repeated disagreements in replication spot-checks.",
              static_cast<double>(g.blockedClients));
-    e.single("tandem_database_bytes", "gauge", "Size of the SQLite database with its WAL file.",
-             static_cast<double>(g.databaseBytes));
+    e.single(
+        "tandem_database_bytes", "gauge",
+        "Size of the run state: the SQLite database with its WAL file, or the PostgreSQL database.",
+        static_cast<double>(g.databaseBytes));
     if (g.diskFreeBytes >= 0) {
         e.single("tandem_state_dir_free_bytes", "gauge",
                  "Free space on the state directory's file system.",

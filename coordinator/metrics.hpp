@@ -30,7 +30,7 @@ struct MetricsGauges {
     int64_t validationLossRound = 0;
     int64_t heldResults = 0;     // results waiting for their twin's (replication.hpp)
     int64_t blockedClients = 0;  // clients blocked by replication spot-checks
-    int64_t databaseBytes = 0;   // coordinator.db with its -wal file
+    int64_t databaseBytes = 0;   // coordinator.db with its -wal file, or pg_database_size
     int64_t diskFreeBytes = -1;  // free space of the state directory's file system (-1: unknown)
     int64_t diskTotalBytes = -1;
 };

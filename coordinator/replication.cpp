@@ -6,6 +6,7 @@
 
 #include "random.hpp"
 #include "safe_text.hpp"
+#include "state_store.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -44,11 +45,9 @@ bool blockedByTwins(int64_t agreements, int64_t disagreements, int strikes) {
     return disagreements >= std::max(1, strikes) && disagreements > agreements;
 }
 
-Expected<TwinSummary> readTwinSummary(const std::filesystem::path& stateDir, int64_t runId) {
-    auto db = Database::open(stateDir / "coordinator.db",
-                             {.synchronous = storage::Synchronous::Full,
-                              .migrations = kMigrations,
-                              .newerHint = "use a newer tandem-coordinator"});
+Expected<TwinSummary> readTwinSummary(const std::filesystem::path& stateDir, int64_t runId,
+                                      const std::string& databaseUrl) {
+    auto db = openStateStore(stateDir, databaseUrl);
     if (!db)
         return db.error();
     TwinSummary s;

@@ -56,6 +56,7 @@ struct TwinSummary {
     int64_t waiting = 0;                // results held until their twin arrives
     std::vector<BlockedClient> blocked;
 };
-Expected<TwinSummary> readTwinSummary(const std::filesystem::path& stateDir, int64_t runId);
+Expected<TwinSummary> readTwinSummary(const std::filesystem::path& stateDir, int64_t runId,
+                                      const std::string& databaseUrl = {});
 
 }  // namespace tandem::coord

@@ -229,11 +229,21 @@ void Coordinator::Impl::tick() {
     std::unique_lock lock(mu);
     if (stopping || closing)
         return;
-    abandonTimedOut();
-    abandonStalled();
-    settleHeld();  // held results whose twin timed out are accepted alone
+    // Only the round clock's holder times units out and closes rounds (round_clock.hpp).
+    const bool clock = roundClock.held();
+    if (clock != roundClockHeld)
+        log(clock ? "this process runs the round clock now"
+                  : "not running the round clock: " + roundClock.why());
+    roundClockHeld = clock;
+    if (clock) {
+        abandonTimedOut();
+        abandonStalled();
+        settleHeld();  // held results whose twin timed out are accepted alone
+    }
     if (now() - livenessWrittenUnix >= kLivenessFlushSeconds)
         flushLiveness();
+    if (!clock)
+        return;
     auto q =
         db.prepare("SELECT deadline_unix, contributors FROM rounds WHERE run_id = ? AND round = ?");
     if (!q)

@@ -3,8 +3,7 @@
 #include "checkpoint.hpp"
 #include "file_io.hpp"
 #include "run_data.hpp"
-#include "schema.hpp"
-#include "sqlite.hpp"
+#include "state_store.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -17,17 +16,16 @@ namespace tandem::coord {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Expected<StoredRun> readStoredRun(const fs::path& stateDir, std::optional<int64_t> runId) {
+Expected<StoredRun> readStoredRun(const fs::path& stateDir, std::optional<int64_t> runId,
+                                  const std::string& databaseUrl) {
     const fs::path dbPath = stateDir / "coordinator.db";
     std::error_code ec;
-    if (!fs::exists(dbPath, ec))
+    if (databaseUrl.empty() && !fs::exists(dbPath, ec))
         return makeError(stateDir.string() + " holds no coordinator database (" +
                          dbPath.filename().string() + "); give the --state-dir of a run");
-    auto db = Database::open(dbPath, {.synchronous = storage::Synchronous::Full,
-                                      .migrations = kMigrations,
-                                      .newerHint = "use a newer tandem-coordinator"});
+    auto db = openStateStore(stateDir, databaseUrl);
     if (!db)
-        return makeError(db.error().message + " (" + dbPath.string() + ")");
+        return db.error();
     auto q = db->prepare("SELECT id, config_json, version FROM runs ORDER BY id");
     if (!q)
         return q.error();
@@ -80,8 +78,8 @@ Expected<std::vector<float>> readRunWeights(const fs::path& stateDir, const Stor
     return std::move(ck->parameters);
 }
 
-Expected<ExportRecord> exportRun(const ExportRequest& r) {
-    auto run = readStoredRun(r.stateDir, r.runId);
+Expected<ExportRecord> exportRun(const ExportRequest& r, const std::string& databaseUrl) {
+    auto run = readStoredRun(r.stateDir, r.runId, databaseUrl);
     if (!run)
         return run.error();
     const int64_t version = r.version.value_or(run->version);

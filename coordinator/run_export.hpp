@@ -24,8 +24,10 @@ struct StoredRun {
 };
 
 // The run `runId` (or the directory's only run); refuses a directory without a database.
+// databaseUrl: the run state's PostgreSQL database (state_store.hpp); empty: coordinator.db.
 Expected<StoredRun> readStoredRun(const std::filesystem::path& stateDir,
-                                  std::optional<int64_t> runId = std::nullopt);
+                                  std::optional<int64_t> runId = std::nullopt,
+                                  const std::string& databaseUrl = {});
 
 // The weights (P) of a kept version of a stored run; a version no longer on disk is refused,
 // naming the kept ones.
@@ -51,7 +53,8 @@ struct ExportRecord {
 };
 
 // Writes the export (atomically: all of it or nothing) and then the record.
-Expected<ExportRecord> exportRun(const ExportRequest& request);
+// databaseUrl: the run state's PostgreSQL database (state_store.hpp); empty: coordinator.db.
+Expected<ExportRecord> exportRun(const ExportRequest& request, const std::string& databaseUrl = {});
 
 std::filesystem::path latestExportFile(const std::filesystem::path& stateDir);
 // Empty when no export was made (or the record cannot be read).

@@ -82,8 +82,10 @@ void Coordinator::Impl::sampleVersion(int64_t sampled, std::span<const float> we
     for (size_t i = 0; stored && i < samples->size(); ++i) {
         const ModelSample& s = (*samples)[i];
         auto ins = db.prepare(
-            "INSERT OR REPLACE INTO samples(run_id, version, prompt_index, prompt, text, seconds, "
-            "created_unix) VALUES (?, ?, ?, ?, ?, ?, ?)");
+            "INSERT INTO samples(run_id, version, prompt_index, prompt, text, seconds, "
+            "created_unix) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, version, prompt_index) "
+            "DO UPDATE SET prompt = excluded.prompt, text = excluded.text, seconds = "
+            "excluded.seconds, created_unix = excluded.created_unix");
         if (!ins) {
             stored = ins.error();
             break;

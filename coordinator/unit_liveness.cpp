@@ -102,7 +102,9 @@ void Coordinator::Impl::flushLiveness() {
         log("error: writing heartbeats to the database failed (kept in memory, tried again in " +
             std::to_string(kLivenessFlushSeconds) + " s): " + what);
     };
-    Transaction tx(db);
+    // Relaxed: a server crash may lose the last moments of heartbeats (PostgreSQL's
+    // synchronous_commit = off), never anything else; they are refreshed every flush anyway.
+    Transaction tx(db, "writing heartbeats", storage::Commit::Relaxed);
     if (!tx.started())
         return failed(tx.started().error().message);
     for (const auto& [id, p] : units) {

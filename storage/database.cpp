@@ -1,108 +1,42 @@
+// What every backend shares: Statement and Database forward to the backend (connection.hpp);
+// schema-version checks, migrations and transactions are written once here.
 #include "database.hpp"
 
-#include <sqlite3.h>
+#include "connection.hpp"
 
-#include <functional>
-#include <map>
 #include <utility>
 
 namespace tandem::storage {
 
-class Connection {
-  public:
-    Connection(sqlite3* db, std::string errorPrefix)
-        : m_db(db), m_errorPrefix(std::move(errorPrefix)) {}
-    ~Connection() {
-        for (auto& [sql, stmt] : m_cache)
-            sqlite3_finalize(stmt);
-        sqlite3_close_v2(m_db);
-    }
-    Connection(const Connection&) = delete;
-    Connection& operator=(const Connection&) = delete;
-
-    Error error(std::string_view operation, std::string_view sql, std::string_view message) const {
-        if (!operation.empty())
-            return makeError(m_errorPrefix + ": " + std::string(operation) + ": " +
-                             std::string(message));
-        return makeError(m_errorPrefix + ": " + std::string(message) + " in " + std::string(sql));
-    }
-    Error error(std::string_view operation, std::string_view sql) const {
-        return error(operation, sql, sqlite3_errmsg(m_db));
-    }
-
-    sqlite3* m_db;
-    std::string m_errorPrefix;
-    std::map<std::string, sqlite3_stmt*, std::less<>> m_cache;
-};
-
 // --- Statement ---
 
-Statement::Statement(const Connection* connection, sqlite3_stmt* stmt, bool owned,
-                     std::string_view operation)
-    : m_connection(connection), m_stmt(stmt), m_owned(owned), m_operation(operation) {}
-
-Statement::Statement(Statement&& other) noexcept
-    : m_connection(other.m_connection),
-      m_stmt(std::exchange(other.m_stmt, nullptr)),
-      m_owned(other.m_owned),
-      m_operation(std::move(other.m_operation)),
-      m_error(std::move(other.m_error)) {}
-
-Statement::~Statement() {
-    if (m_stmt == nullptr)
-        return;
-    if (m_owned) {
-        sqlite3_finalize(m_stmt);
-    } else {
-        sqlite3_reset(m_stmt);
-        sqlite3_clear_bindings(m_stmt);
-    }
-}
-
-void Statement::fail() {
-    if (!m_error)
-        m_error = m_connection->error(m_operation, sqlite3_sql(m_stmt));
-}
+Statement::Statement(std::unique_ptr<StatementBackend> backend) : m_backend(std::move(backend)) {}
+Statement::Statement(Statement&& other) noexcept = default;
+Statement::~Statement() = default;
 
 Statement& Statement::bind(int index, int64_t value) {
-    if (sqlite3_bind_int64(m_stmt, index, value) != SQLITE_OK)
-        fail();
+    m_backend->bindInteger(index, value);
     return *this;
 }
 Statement& Statement::bind(int index, double value) {
-    if (sqlite3_bind_double(m_stmt, index, value) != SQLITE_OK)
-        fail();
+    m_backend->bindReal(index, value);
     return *this;
 }
 Statement& Statement::bind(int index, std::string_view text) {
-    // A null pointer would bind NULL: an empty string stays a string.
-    if (sqlite3_bind_text(m_stmt, index, text.data() != nullptr ? text.data() : "",
-                          static_cast<int>(text.size()), SQLITE_TRANSIENT) != SQLITE_OK)
-        fail();
+    m_backend->bindText(index, text);
     return *this;
 }
 Statement& Statement::bind(int index, std::span<const uint8_t> blob) {
-    const void* data = blob.empty() ? static_cast<const void*>("") : blob.data();
-    if (sqlite3_bind_blob(m_stmt, index, data, static_cast<int>(blob.size()), SQLITE_TRANSIENT) !=
-        SQLITE_OK)
-        fail();
+    m_backend->bindBlob(index, blob);
     return *this;
 }
 Statement& Statement::bindNull(int index) {
-    if (sqlite3_bind_null(m_stmt, index) != SQLITE_OK)
-        fail();
+    m_backend->bindNull(index);
     return *this;
 }
 
 bool Statement::step() {
-    if (m_error)
-        return false;
-    const int rc = sqlite3_step(m_stmt);
-    if (rc == SQLITE_ROW)
-        return true;
-    if (rc != SQLITE_DONE)
-        fail();
-    return false;
+    return m_backend->step();
 }
 
 Status Statement::run() {
@@ -112,16 +46,14 @@ Status Statement::run() {
 }
 
 Status Statement::status() const {
-    if (m_error)
-        return *m_error;
-    return {};
+    return m_backend->status();
 }
 
 int64_t Statement::integer(int column) const {
-    return sqlite3_column_int64(m_stmt, column);
+    return m_backend->integer(column);
 }
 double Statement::real(int column) const {
-    return sqlite3_column_double(m_stmt, column);
+    return m_backend->real(column);
 }
 std::optional<int64_t> Statement::optionalInteger(int column) const {
     if (isNull(column))
@@ -134,20 +66,13 @@ std::optional<double> Statement::optionalReal(int column) const {
     return real(column);
 }
 std::string Statement::text(int column) const {
-    const unsigned char* p = sqlite3_column_text(m_stmt, column);
-    const int n = sqlite3_column_bytes(m_stmt, column);
-    return p != nullptr ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n))
-                        : std::string();
+    return m_backend->text(column);
 }
 std::vector<uint8_t> Statement::blob(int column) const {
-    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(m_stmt, column));
-    const int n = sqlite3_column_bytes(m_stmt, column);
-    if (p == nullptr || n <= 0)
-        return {};
-    return std::vector<uint8_t>(p, p + n);
+    return m_backend->blob(column);
 }
 bool Statement::isNull(int column) const {
-    return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
+    return m_backend->isNull(column);
 }
 
 // --- Database ---
@@ -157,58 +82,20 @@ Database::Database(std::unique_ptr<Connection> connection) : m_connection(std::m
 Database::Database(Database&& other) noexcept = default;
 Database::~Database() = default;
 
-Expected<Database> Database::open(const std::filesystem::path& path, OpenOptions options) {
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(
-        path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-        nullptr);
-    // Owns the handle from here on, also when the open failed.
-    Database db(std::make_unique<Connection>(raw, options.errorPrefix));
-    if (rc != SQLITE_OK) {
-        const std::string message = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-        return makeError(options.errorPrefix + ": cannot open: " + message);
-    }
-    sqlite3_extended_result_codes(raw, 1);
-    sqlite3_busy_timeout(raw, 5000);
-
-    // Read the version before changing anything, so a newer file is left exactly as it was.
-    int version = 0;
+Expected<int> Database::checkSchemaVersion(const OpenOptions& options) {
     const int known = static_cast<int>(options.migrations.size());
-    if (known > 0) {
-        auto v = db.userVersion();
-        if (!v)
-            return v.error();
-        version = *v;
-        if (version > known) {
-            return makeError(options.errorPrefix + ": schema version " + std::to_string(version) +
-                             " is newer than this program, which knows versions up to " +
-                             std::to_string(known) +
-                             (options.newerHint.empty() ? "" : "; " + options.newerHint));
-        }
+    if (known == 0)
+        return 0;
+    auto version = userVersion();
+    if (!version)
+        return version.error();
+    if (*version > known) {
+        return makeError(options.errorPrefix + ": schema version " + std::to_string(*version) +
+                         " is newer than this program, which knows versions up to " +
+                         std::to_string(known) +
+                         (options.newerHint.empty() ? "" : "; " + options.newerHint));
     }
-
-    if (Status s = db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s)
-        return s.error();
-    {
-        auto q = db.prepare("PRAGMA journal_mode = WAL", "switching to WAL");
-        if (!q)
-            return q.error();
-        q->step();
-        if (Status s = q->status(); !s)
-            return s.error();
-        if (q->text(0) != "wal") {
-            return makeError(options.errorPrefix + ": cannot switch to WAL (journal mode is " +
-                             q->text(0) + ")");
-        }
-    }
-    const char* synchronous = options.synchronous == Synchronous::Full
-                                  ? "PRAGMA synchronous = FULL"
-                                  : "PRAGMA synchronous = NORMAL";
-    if (Status s = db.exec(synchronous, "setting synchronous"); !s)
-        return s.error();
-    if (Status s = db.migrate(options.migrations, version); !s)
-        return s.error();
-    return db;
+    return *version;
 }
 
 Status Database::migrate(std::span<const std::string_view> migrations, int fromVersion) {
@@ -219,15 +106,18 @@ Status Database::migrate(std::span<const std::string_view> migrations, int fromV
         Transaction t(*this, what);
         if (!t.started())
             return t.started();
+        if (Status s = m_connection->lockForMigration(what); !s)
+            return s;
         // Another process may have migrated while this one waited for the lock.
         auto now = userVersion();
         if (!now)
             return now.error();
         if (*now > v)
             continue;
-        if (Status s = exec(migrations[static_cast<size_t>(v)], what); !s)
+        if (Status s = exec(m_connection->migrationSql(migrations[static_cast<size_t>(v)]), what);
+            !s)
             return s;
-        if (Status s = exec("PRAGMA user_version = " + std::to_string(v + 1), what); !s)
+        if (Status s = m_connection->setSchemaVersion(v + 1, what); !s)
             return s;
         if (Status s = t.commit(); !s)
             return s;
@@ -236,58 +126,44 @@ Status Database::migrate(std::span<const std::string_view> migrations, int fromV
 }
 
 Status Database::exec(std::string_view sql, std::string_view operation) {
-    const std::string s(sql);
-    char* err = nullptr;
-    if (sqlite3_exec(m_connection->m_db, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-        const std::string message = err != nullptr ? err : sqlite3_errmsg(m_connection->m_db);
-        sqlite3_free(err);
-        return m_connection->error(operation, sql, message);
-    }
-    return {};
+    return m_connection->exec(sql, operation);
 }
 
 Expected<Statement> Database::prepare(std::string_view sql, std::string_view operation) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(m_connection->m_db, sql.data(), static_cast<int>(sql.size()), &stmt,
-                           nullptr) != SQLITE_OK)
-        return m_connection->error(operation, sql);
-    return Statement(m_connection.get(), stmt, true, operation);
+    auto backend = m_connection->prepare(sql, operation, false);
+    if (!backend)
+        return backend.error();
+    return Statement(std::move(*backend));
 }
 
 Expected<Statement> Database::prepareCached(std::string_view sql, std::string_view operation) {
-    auto it = m_connection->m_cache.find(sql);
-    if (it == m_connection->m_cache.end()) {
-        sqlite3_stmt* stmt = nullptr;
-        if (sqlite3_prepare_v3(m_connection->m_db, sql.data(), static_cast<int>(sql.size()),
-                               SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
-            return m_connection->error(operation, sql);
-        it = m_connection->m_cache.emplace(std::string(sql), stmt).first;
-    }
-    return Statement(m_connection.get(), it->second, false, operation);
+    auto backend = m_connection->prepare(sql, operation, true);
+    if (!backend)
+        return backend.error();
+    return Statement(std::move(*backend));
 }
 
 int64_t Database::lastInsertId() const {
-    return sqlite3_last_insert_rowid(m_connection->m_db);
+    return m_connection->lastInsertId();
 }
 int Database::changes() const {
-    return sqlite3_changes(m_connection->m_db);
+    return m_connection->changes();
 }
-
 Expected<int> Database::userVersion() {
-    auto q = prepare("PRAGMA user_version", "reading the schema version");
-    if (!q)
-        return q.error();
-    q->step();
-    if (Status s = q->status(); !s)
-        return s.error();
-    return static_cast<int>(q->integer(0));
+    return m_connection->schemaVersion();
+}
+Backend Database::backend() const {
+    return m_connection->backend();
+}
+Status Database::begin(Commit commit, std::string_view operation) {
+    return m_connection->begin(commit, operation);
 }
 
 // --- Transaction ---
 
-Transaction::Transaction(Database& db, std::string_view operation)
+Transaction::Transaction(Database& db, std::string_view operation, Commit commit)
     : m_db(db), m_operation(operation) {
-    m_started = m_db.exec("BEGIN IMMEDIATE", m_operation);
+    m_started = m_db.begin(commit, m_operation);
     m_open = m_started.ok();
 }
 

@@ -1,6 +1,9 @@
-// A thin RAII layer over SQLite, shared by the worker's ledger (core/) and the coordinator: open
-// with WAL, foreign keys and a busy timeout, forward migrations keyed by PRAGMA user_version,
-// prepared statements (owned or cached) with typed binds and columns, and transactions.
+// A thin RAII layer over an SQL database, shared by the worker's ledger (core/) and the
+// coordinator: forward migrations keyed by a schema version, prepared statements (owned or
+// cached) with typed binds and columns, and transactions. The engine is SQLite (open(): WAL,
+// foreign keys, a busy timeout, PRAGMA user_version) or, for the coordinator only, PostgreSQL
+// (postgres.hpp, a separate library on libpq). SQL is written with `?` / `?N` placeholders in
+// the subset both engines share; the PostgreSQL backend numbers them `$N`.
 #pragma once
 
 #include "expected.hpp"
@@ -14,10 +17,17 @@
 #include <string_view>
 #include <vector>
 
-struct sqlite3;
-struct sqlite3_stmt;
-
 namespace tandem::storage {
+
+enum class Backend { Sqlite, Postgres };
+
+// What a transaction's commit promises.
+enum class Commit {
+    Durable,  // survives a crash (of the process, and at Synchronous::Full a power cut)
+    // PostgreSQL: synchronous_commit = off, a crash of the server may lose the last few hundred
+    // ms of such commits, never corrupt anything. SQLite: the same as Durable.
+    Relaxed,
+};
 
 enum class Synchronous {
     Normal,  // in WAL mode: a commit survives a crash of the process, maybe not a power cut
@@ -37,6 +47,7 @@ struct OpenOptions {
 };
 
 class Connection;
+class StatementBackend;
 
 // One use of a prepared statement. Binds and steps record the first error, which step() and
 // run() then report through status(). An owned statement is finalized when it goes out of
@@ -77,21 +88,17 @@ class Statement {
 
   private:
     friend class Database;
-    Statement(const Connection* connection, sqlite3_stmt* stmt, bool owned,
-              std::string_view operation);
-    void fail();
+    explicit Statement(std::unique_ptr<StatementBackend> backend);
 
-    const Connection* m_connection;
-    sqlite3_stmt* m_stmt;
-    bool m_owned;
-    std::string m_operation;
-    std::optional<Error> m_error;
+    std::unique_ptr<StatementBackend> m_backend;
 };
 
 // One connection. Callers that share it between threads hold their own lock around every use
 // (a cached statement in particular has one user at a time).
 class Database {
   public:
+    // A backend's open function (postgres.hpp) wraps its connection.
+    explicit Database(std::unique_ptr<Connection> connection);
     // Opens (creating) the file with a 5 s busy timeout; checks the schema version (see
     // OpenOptions::migrations); sets WAL (checked), foreign keys and the synchronous level; then
     // applies the missing migrations.
@@ -105,22 +112,32 @@ class Database {
     Expected<Statement> prepare(std::string_view sql, std::string_view operation = {});
     // Prepared once per distinct SQL text and kept until the database closes.
     Expected<Statement> prepareCached(std::string_view sql, std::string_view operation = {});
+    // The id given to the last row inserted (SQLite's rowid; PostgreSQL's lastval()).
     int64_t lastInsertId() const;
+    // Rows changed by the last INSERT, UPDATE or DELETE.
     int changes() const;
+    // SQLite: PRAGMA user_version; PostgreSQL: the schema_version table (0 without one).
     Expected<int> userVersion();
+    Backend backend() const;
+
+    // For the backends' open functions: the current schema version, refused when newer than
+    // options.migrations (0 when the schema is not managed); then the missing migrations, each
+    // in one transaction with its version bump.
+    Expected<int> checkSchemaVersion(const OpenOptions& options);
+    Status migrate(std::span<const std::string_view> migrations, int fromVersion);
+    Status begin(Commit commit, std::string_view operation);
 
   private:
-    explicit Database(std::unique_ptr<Connection> connection);
-    Status migrate(std::span<const std::string_view> migrations, int fromVersion);
-
     // Behind a pointer, so statements stay valid when the Database moves.
     std::unique_ptr<Connection> m_connection;
 };
 
-// BEGIN IMMEDIATE ... COMMIT; rolls back unless the commit succeeded.
+// BEGIN IMMEDIATE (SQLite) or BEGIN (PostgreSQL, READ COMMITTED) ... COMMIT; rolls back unless
+// the commit succeeded.
 class Transaction {
   public:
-    explicit Transaction(Database& db, std::string_view operation = {});
+    explicit Transaction(Database& db, std::string_view operation = {},
+                         Commit commit = Commit::Durable);
     ~Transaction();
     Transaction(const Transaction&) = delete;
     Transaction& operator=(const Transaction&) = delete;

@@ -29,6 +29,12 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"app", {"ui", "core", "coordinator", "net", "kernels", "storage", "base"}},
 };
 
+// Headers that only some folders may include, whatever the layers allow: the PostgreSQL backend
+// (libpq, library tandem_storage_postgres) is the coordinator's alone, never the worker's.
+const std::map<std::string, std::set<std::string>> kRestrictedHeaders = {
+    {"postgres.hpp", {"storage", "coordinator", "app"}},
+};
+
 bool isSource(const fs::path& path) {
     static const std::set<std::string> kExtensions = {".hpp", ".cpp", ".h", ".cu", ".cuh"};
     return kExtensions.count(path.extension().string()) > 0;
@@ -109,6 +115,13 @@ Check checkIncludeRules(const fs::path& root) {
                 continue;
             }
             const std::string target = *folders.begin();
+            const auto restricted = kRestrictedHeaders.find(fs::path(include).filename().string());
+            if (restricted != kRestrictedHeaders.end() && restricted->second.count(folder) == 0) {
+                check.violations.push_back(where + " includes \"" + include +
+                                           "\", which only storage, coordinator and app may "
+                                           "include (it links libpq; storage/README.md)");
+                continue;
+            }
             if (target != folder && allowed.count(target) == 0) {
                 check.violations.push_back(where + " includes \"" + include + "\" from folder " +
                                            target + ", which folder " + folder +
@@ -170,6 +183,24 @@ class TestIncludeRules : public QObject {
             "not depend on (docs/architecture.md, Layers)",
             "ui/page.cpp:4 includes \"protocol.hpp\" from folder net, which folder ui may not "
             "depend on (docs/architecture.md, Layers)",
+        };
+        QVERIFY2(check.violations == expected, joined(check.violations).c_str());
+    }
+
+    // The PostgreSQL backend's header: the coordinator may include it, the worker's core/ not,
+    // although core/ may include the rest of storage/.
+    void thePostgresHeaderIsTheCoordinatorsAlone() {
+        QTemporaryDir dir;
+        const fs::path root = dir.path().toStdString();
+        writeFile(root / "storage/database.hpp", "#pragma once\n");
+        writeFile(root / "storage/postgres.hpp", "#pragma once\n#include \"database.hpp\"\n");
+        writeFile(root / "coordinator/state_store.cpp", "#include \"postgres.hpp\"\n");
+        writeFile(root / "core/ledger.cpp",
+                  "#include \"database.hpp\"\n#include \"postgres.hpp\"\n");
+        const Check check = checkIncludeRules(root);
+        const std::vector<std::string> expected = {
+            "core/ledger.cpp:2 includes \"postgres.hpp\", which only storage, coordinator and app "
+            "may include (it links libpq; storage/README.md)",
         };
         QVERIFY2(check.violations == expected, joined(check.violations).c_str());
     }

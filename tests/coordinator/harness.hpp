@@ -3,6 +3,7 @@
 // built by hand.
 #pragma once
 
+#include "../tools/postgres_cluster.hpp"  // (by path: included from several test folders)
 #include "coordinator.hpp"
 #include "crypto.hpp"
 #include "protocol.hpp"
@@ -12,6 +13,8 @@
 #include <httplib.h>
 
 #include <QTemporaryDir>
+
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -62,6 +65,16 @@ class TestCoordinator {
         : m_cfg(std::move(cfg)), m_adjustServer(std::move(adjustServer)) {
         std::signal(SIGPIPE, SIG_IGN);  // as tandem-coordinator does: a gone peer is an error
         m_cfg.stateDir = std::filesystem::path(m_dir.path().toStdString()) / "state";
+        // Under tests/tools/with_postgres (the tests' postgres variants): the run state in a
+        // fresh PostgreSQL database of this coordinator's own, kept across its restarts.
+        if (m_cfg.databaseUrl.empty() && postgresUrl()) {
+            static int count = 0;
+            auto url = freshPostgresDatabase("coordinator_" + std::to_string(::getpid()) + "_" +
+                                             std::to_string(++count));
+            if (!url)
+                qFatal("%s", url.error().message.c_str());
+            m_cfg.databaseUrl = *url;
+        }
         if (m_cfg.corpus.empty()) {
             auto corpus = std::filesystem::path(m_dir.path().toStdString()) / "corpus.txt";
             writeCorpus(corpus, 200000);

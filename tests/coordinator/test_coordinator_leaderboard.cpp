@@ -3,8 +3,8 @@
 // the receipts the donors were given (summed here, not by the coordinator), ranks with ties,
 // a team change, the caller's standing, and the JSON over HTTPS without private data.
 #include "codec.hpp"
-#include "database.hpp"
 #include "direct.hpp"
+#include "state_store.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +50,7 @@ DirectClient namedClient(DirectCoordinator& f, const std::string& device, const 
 
 // Rows of the clients table, read through a connection of the test's own.
 int64_t clientRows(DirectCoordinator& f) {
-    auto db = storage::Database::open(f.t().stateDir() / "coordinator.db");
+    auto db = coord::openStateStore(f.t().stateDir(), f.t().config().databaseUrl);
     if (!db)
         return -1;
     auto q = db->prepare("SELECT COUNT(*) FROM clients");

@@ -9,8 +9,7 @@
 #include "codec.hpp"
 #include "direct.hpp"
 #include "replication.hpp"
-
-#include <sqlite3.h>
+#include "state_store.hpp"
 
 #include <QtTest>
 
@@ -48,17 +47,11 @@ double tokensOf(const net::Manifest& m) {
 
 // One integer from the coordinator's database (a second, read-only connection).
 int64_t sqlInteger(DirectCoordinator& f, const std::string& sql) {
-    sqlite3* db = nullptr;
-    const auto path = f.t().stateDir() / "coordinator.db";
-    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* st = nullptr;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    auto db = coord::openStateStore(f.t().stateDir(), f.t().config().databaseUrl);
+    if (!db)
+        return -1;
+    auto q = db->prepare(sql);
+    return q && q->step() ? q->integer(0) : -1;
 }
 
 // Independent IEEE half decoder.
@@ -346,7 +339,8 @@ class TestCoordinatorReplication : public QObject {
         const auto metrics = f.coordinator().metricsText();
         QVERIFY(metrics.find("tandem_clients_blocked 1") != std::string::npos);
         // What `tandem-coordinator status` prints.
-        auto summary = coord::readTwinSummary(f.t().stateDir(), f.coordinator().runId());
+        auto summary = coord::readTwinSummary(f.t().stateDir(), f.coordinator().runId(),
+                                              f.t().config().databaseUrl);
         QVERIFY(summary.ok());
         QCOMPARE(summary->disagreed, int64_t{3});
         QCOMPARE(summary->blocked.size(), size_t{1});
