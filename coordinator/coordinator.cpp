@@ -43,6 +43,10 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     auto dirs = StateDir::open(cfg.stateDir);
     if (!dirs)
         return dirs.error();
+    auto serveLock = ServeLock::take(cfg.databaseUrl);
+    if (!serveLock)
+        return makeError(stateStoreName(cfg.stateDir, cfg.databaseUrl) + ": " +
+                         serveLock.error().message);
     auto db = openStateStore(cfg.stateDir, cfg.databaseUrl);
     if (!db)
         return db.error();
@@ -58,6 +62,7 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     if (auto st = impl->restoreLiveness(); !st)
         return makeError("reading the assigned work units: " + st.error().message);
     impl->roundClock = RoundClock(impl->cfg.databaseUrl, impl->runId);
+    impl->serveLock = std::move(*serveLock);
     auto* raw = impl.get();
     raw->aggregator = std::make_unique<RoundAggregator>(raw->sum, raw->run.resultEncoding,
                                                         &raw->pool, raw->cfg.backgroundThreads);

@@ -73,6 +73,7 @@ struct Coordinator::Impl {
     StateDir dirs;
     Database db;
     RoundClock roundClock;       // whether this process closes rounds (round_clock.hpp)
+    ServeLock serveLock;         // the only coordinator process on a PostgreSQL database
     bool roundClockHeld = true;  // at the last tick, for the log
     net::SigningKey key;
     ThreadPool pool;  // aggregation, outer step

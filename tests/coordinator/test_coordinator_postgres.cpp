@@ -5,7 +5,7 @@
 // deterministic the final weights and momentum must be bit-identical. Runs in a cluster that
 // tests/tools/with_postgres starts (label postgres). Then the round clock (round_clock.hpp): one
 // holder per run, taken over when the holder goes, and a coordinator that does not hold it
-// closes no round until it does.
+// closes no round until it does. And a second coordinator process on one database is refused.
 //
 // Dimensions: P parameters.
 #include "direct.hpp"
@@ -228,6 +228,23 @@ class TestCoordinatorPostgres : public QObject {
             return c.currentVersion() == 1;
         }));
         QVERIFY(f.logged("this process runs the round clock now"));
+    }
+
+    // A second coordinator process on the same database is refused before it changes anything,
+    // and the database is free again as soon as the first one closes.
+    void aSecondCoordinatorOnTheDatabaseIsRefused() {
+        DirectCoordinator f(config());
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto second = config();
+        second.databaseUrl = f.t().config().databaseUrl;
+        DirectCoordinator g(second);
+        QVERIFY(!g.t().ok());
+        QVERIFY2(contains(g.t().error(), "another tandem-coordinator process serves this database"),
+                 g.t().error().c_str());
+        // Given back at once on close, not when the server notices: a restart finds it free.
+        f.t().close();
+        f.t().open();
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
     }
 
     void aWrongDatabaseUrlIsRefusedClearly() {
