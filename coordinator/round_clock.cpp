@@ -4,40 +4,59 @@
 
 namespace tandem::coord {
 
+namespace {
+
+// A connection of a lock's own: the server releases a session lock when its session ends.
+Expected<std::unique_ptr<Database>> openLockConnection(const std::string& url,
+                                                       std::string errorPrefix) {
+    storage::OpenOptions options;
+    options.errorPrefix = std::move(errorPrefix);
+    auto db = storage::openPostgres(url, options);
+    if (!db)
+        return db.error();
+    return std::make_unique<Database>(std::move(*db));
+}
+
+// pg_try_advisory_lock(key, id): whether this session holds the lock now.
+Expected<bool> tryAdvisoryLock(Database& db, int32_t key, int64_t id, std::string_view what) {
+    auto q = db.prepareCached("SELECT pg_try_advisory_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
+                              what);
+    if (!q)
+        return q.error();
+    q->bind(1, int64_t{key}).bind(2, id);
+    if (!q->step())
+        return q->status() ? makeError(std::string(what) + ": no answer") : q->status().error();
+    return q->integer(0) == 1;
+}
+
+}  // namespace
+
 bool RoundClock::held() {
     if (m_url.empty())
         return true;
     if (!m_db) {
-        storage::OpenOptions options;
-        options.errorPrefix = "round clock";
-        auto db = storage::openPostgres(m_url, options);
+        auto db = openLockConnection(m_url, "round clock");
         if (!db) {
             m_held = false;
             m_why = db.error().message;
             return false;
         }
-        m_db = std::make_unique<Database>(std::move(*db));
+        m_db = std::move(*db);
     }
     // Held: one round trip shows the session (and with it the lock) is alive. Not held: try.
-    auto q = m_held ? m_db->prepareCached("SELECT 1", "checking the round clock's connection")
-                    : m_db->prepareCached(
-                          "SELECT pg_try_advisory_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
-                          "taking the round clock");
-    if (!q) {
+    if (m_held) {
+        auto q = m_db->prepareCached("SELECT 1", "checking the round clock's connection");
+        if (q && q->step())
+            return true;
         m_held = false;
-        m_why = q.error().message;
+        m_why = !q ? q.error().message : q->status() ? "no answer" : q->status().error().message;
         return false;
     }
-    if (!m_held)
-        q->bind(1, int64_t{kRoundClockLockKey}).bind(2, m_runId);
-    const bool answered = q->step();
-    if (!answered) {
-        m_held = false;
-        m_why = q->status() ? "no answer" : q->status().error().message;
-        return false;
-    }
-    m_held = q->integer(0) == 1;
-    m_why = m_held ? "" : "another process runs the round clock of this run";
+    auto taken = tryAdvisoryLock(*m_db, kRoundClockLockKey, m_runId, "taking the round clock");
+    m_held = taken && *taken;
+    m_why = !taken   ? taken.error().message
+            : m_held ? ""
+                     : "another process runs the round clock of this run";
     return m_held;
 }
 
@@ -45,26 +64,19 @@ Expected<ServeLock> ServeLock::take(const std::string& databaseUrl) {
     ServeLock lock;
     if (databaseUrl.empty())
         return lock;
-    storage::OpenOptions options;
-    options.errorPrefix = "coordinator lock";
-    auto db = storage::openPostgres(databaseUrl, options);
+    auto db = openLockConnection(databaseUrl, "coordinator lock");
     if (!db)
         return db.error();
-    lock.m_db = std::make_unique<Database>(std::move(*db));
-    auto q = lock.m_db->prepare("SELECT pg_try_advisory_lock(CAST(? AS INTEGER), 0)",
-                                "taking the coordinator's lock on the database");
-    if (!q)
-        return q.error();
-    q->bind(1, int64_t{kServeLockKey});
-    if (!q->step())
-        return q->status() ? makeError("taking the coordinator's lock: no answer")
-                           : q->status().error();
-    if (q->integer(0) != 1) {
-        lock.m_db.reset();
+    auto taken =
+        tryAdvisoryLock(**db, kServeLockKey, 0, "taking the coordinator's lock on the database");
+    if (!taken)
+        return taken.error();
+    if (!*taken) {
         return makeError(
             "another tandem-coordinator process serves this database; one process "
             "per database for now (docs/operations.md): stop the other one first");
     }
+    lock.m_db = std::move(*db);
     return lock;
 }
 
