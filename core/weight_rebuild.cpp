@@ -65,26 +65,19 @@ Expected<WeightRebuild> rebuildWeightsFromDeltas(const net::Manifest& m,
     fs::create_directories(scratchDir, ec);
     WeightRebuild out;
     std::vector<WeightDeltaFile> deltas;
-    auto cleanUp = [&] {
-        for (const net::WeightDeltaRef& d : chain)
-            fs::remove(scratchDir / ("delta-" + std::to_string(d.fromVersion)), ec);
-    };
     for (const net::WeightDeltaRef& d : chain) {
+        // Each delta is read into memory and its file removed at once, also a partial download.
         const fs::path file = scratchDir / ("delta-" + std::to_string(d.fromVersion));
         fs::remove(file, ec);
         auto got = download(d, file);
-        if (!got) {
-            cleanUp();
+        auto delta = got ? readDelta(d, file) : Expected<WeightDeltaFile>(got.error());
+        fs::remove(file, ec);
+        if (!got)
             return makeError("downloading the delta from version " + std::to_string(d.fromVersion) +
                              " failed: " + got.error().message);
-        }
-        out.bytesDownloaded += *got;
-        auto delta = readDelta(d, file);
-        fs::remove(file, ec);
-        if (!delta) {
-            cleanUp();
+        if (!delta)
             return delta.error();
-        }
+        out.bytesDownloaded += *got;
         deltas.push_back(std::move(*delta));
     }
     auto ck = loadCheckpoint(heldWeights);
