@@ -12,17 +12,19 @@
 #   bench/run_link_bench.sh --bin DIR [--up-mbit R] [--down-mbit R] [--workers W] [--units N]
 #       [--model M] [--inner-steps H] [--batch B] [--threads T] [--overlap on|off] [--prefetch on|off]
 #       [--heartbeat-timeout S] [--time-limit S] [--warmup-units N] [--keep-dir DIR] [--json FILE]
+#       [--result-encoding fp16|int8] [--weight-deltas off|int8|fp16]
 #
 # --bin: the folder with tandem-coordinator and tandem-worker (e.g. build/ci/app). A rate of 0
 # leaves that direction unshaped. Defaults: 10 Mbit/s up, 50 down, 1 worker, 4 units, tiny,
-# H = 50, B = 4, 1 thread, overlap and prefetch on, 2 warm-up units (link_report.py); a worker
-# still running after --time-limit (7200 s) fails the run. --keep-dir DIR keeps each worker's log
+# H = 50, B = 4, 1 thread, overlap and prefetch on, fp16 results and no weight deltas (the
+# coordinator's defaults), 2 warm-up units (link_report.py); a worker still running after
+# --time-limit (7200 s) fails the run. --keep-dir DIR keeps each worker's log
 # and ledger there (link_report.py can read them again). Interrupting it (Ctrl-C) removes what it
 # made.
 set -euo pipefail
 
 bin="" up=10 down=50 workers=1 units=4 model=tiny steps=50 batch=4 threads=1 overlap=on prefetch=on
-hbto=180 json="" limit=7200 warmup=2 keep=""
+hbto=180 json="" limit=7200 warmup=2 keep="" encoding=fp16 deltas=off
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2 ;;
@@ -41,7 +43,9 @@ while [ $# -gt 0 ]; do
     --time-limit) limit=$2 ;;
     --warmup-units) warmup=$2 ;;
     --keep-dir) keep=$2 ;;
-    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    --result-encoding) encoding=$2 ;;
+    --weight-deltas) deltas=$2 ;;
+    -h|--help) sed -n 2,23p "$0"; exit 0 ;;
     *) echo "run_link_bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -102,6 +106,7 @@ names=()
 for i in $(seq "$workers"); do names+=(--tls-name "10.77.$i.1"); done
 "$bin/tandem-coordinator" --listen 0.0.0.0:0 "${names[@]}" --state-dir "$tmp/coordinator" --model "$model" \
   --inner-steps "$steps" --batch "$batch" --heartbeat-timeout "$hbto" --threads 1 \
+  --result-encoding "$encoding" --weight-deltas "$deltas" \
   --corpus "$corpus" >"$tmp/coordinator.out" 2>"$tmp/coordinator.log" &
 coord_pid=$!
 for _ in $(seq 600); do
