@@ -98,6 +98,9 @@ struct Coordinator::Impl {
     // Runs with weight deltas: the delta to each of the last kKeptWeightDeltas versions.
     std::map<int64_t, ServedFile> deltaFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
+    // A close of this process lost its compare-and-set (rounds.cpp): another process moved the
+    // run on, so this one's round state is stale; it closes and commits nothing more.
+    bool fencedOut = false;
     std::condition_variable closeCv;
     // The Byzantine gate (result_gate.cpp): ||theta|| of thetaNormVersion, and the last outer
     // step theta_{v-1} - theta_v (P; empty before the first close).
@@ -276,6 +279,9 @@ struct Coordinator::Impl {
 
     // mu held through `lock`; released while the new version is computed and written.
     Status closeRound(std::unique_lock<std::mutex>& lock);
+    // A close that lost its compare-and-set: the new version's files removed, the process
+    // fenced out; the error says why.
+    Status loseClose(int64_t round, bool withDelta);
     int64_t roundQuorum();   // mu held: results that close the open round
     void abandonTimedOut();  // mu held
     // Abandons work units without heartbeats, closes the round when it is due.
