@@ -36,6 +36,13 @@ UploadSession::State::~State() {
 Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
     bool dryRun) {
+    // 421 Misdirected Request: the worker's manifest says where (front_end.cpp).
+    if (frontEnd())
+        return refuse(421, "not_on_front_end",
+                      "this is a front end of the run; results are uploaded to the aggregating "
+                      "process at " +
+                          cfg.uploadBase + "/v1/results/" + std::to_string(workUnitId) +
+                          " (the manifest's upload_url)");
     const int64_t expected = maxUploadBytes();
     const PayloadLayout layout = payloadLayout();
     // What a body is made of, for the size refusals.

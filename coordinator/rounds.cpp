@@ -139,14 +139,23 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
             "UPDATE rounds SET closed_unix = ? WHERE run_id = ? AND round = ? AND closed_unix IS "
             "NULL AND contributors = ?");
         auto d = db.prepare("UPDATE runs SET version = ? WHERE id = ? AND version = ?");
+        // With the new version's files (front_end.cpp: front ends name them from this row).
         auto b = db.prepare(
-            "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) VALUES (?, ?, ?, ?)");
+            "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix, weights_sha256, "
+            "weights_bytes, delta_sha256, delta_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
         if (!a || !b || !d)
             return makeError("cannot prepare the round close");
         a->bind(1, t).bind(2, runId).bind(3, r).bind(4, contributors);
         d->bind(1, r + 1).bind(2, runId).bind(3, r);
         b->bind(1, runId).bind(2, r + 1).bind(3, t).bind(4, t + cfg.roundTimeoutSeconds);
-        for (Statement* st : {&*a, &*d}) {
+        b->bind(5, net::toHex(published->sha256)).bind(6, published->bytes);
+        if (deltaFile)
+            b->bind(7, net::toHex(deltaFile->sha256)).bind(8, deltaFile->bytes);
+        else
+            b->bindNull(7).bindNull(8);
+        // The run's row first, as a work assignment locks it (work_assignment.cpp): one order of
+        // row locks, so the two never deadlock.
+        for (Statement* st : {&*d, &*a}) {
             if (auto s = st->run(); !s)
                 return s;
             won = won && db.changes() == 1;
@@ -263,6 +272,8 @@ void Coordinator::Impl::tick() {
     std::unique_lock lock(mu);
     if (stopping || closing)
         return;
+    if (frontEnd())
+        return frontTick();  // no clock, no round of its own (front_end.cpp)
     // Only the round clock's holder times units out and closes rounds (round_clock.hpp).
     // A process fenced out by a lost close (loseClose) no longer runs it, whatever the lock says.
     const bool clock = !fencedOut && roundClock.held();
@@ -272,6 +283,9 @@ void Coordinator::Impl::tick() {
                         : "not running the round clock: " + roundClock.why());
     roundClockHeld = clock;
     if (clock) {
+        // Heartbeats that front ends received, before anything is timed out (front_end.cpp).
+        if (db.backend() == storage::Backend::Postgres)
+            mergeDatabaseLiveness();
         abandonTimedOut();
         abandonStalled();
         settleHeld();  // held results whose twin timed out are accepted alone
