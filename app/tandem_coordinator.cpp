@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -89,6 +90,20 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    "keep the run state in PostgreSQL instead of <state-dir>/coordinator.db:\n"
                    "postgresql://USER@HOST:PORT/DATABASE (the password best in ~/.pgpass;\n"
                    "docs/operations.md); weights and uploads stay in --state-dir")
+        ->type_name("URL");
+    cli.add_option("--role", cfg.role,
+                   "all (default): the one process that also aggregates and runs the round\n"
+                   "clock; front: a front end on a --db postgresql:// run (registration,\n"
+                   "work, heartbeats, status; no uploads), any number of them\n"
+                   "(docs/operations.md, \"Front ends\")")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, coord::CoordinatorRole>{{"all", coord::CoordinatorRole::All},
+                                                          {"front", coord::CoordinatorRole::Front}},
+            CLI::ignore_case))
+        ->type_name("all|front");
+    cli.add_option("--upload-base", cfg.uploadBase,
+                   "with --role front: https://HOST:PORT of the aggregating process, where\n"
+                   "the manifests send uploads and weight downloads")
         ->type_name("URL");
     cli.add_option("--corpus", cfg.corpus,
                    "text files or directories (needed when the state dir has no run yet)")

@@ -28,8 +28,17 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     // refused corpus leaves nothing behind.
     if (auto st = checkDatabaseUrl(cfg.databaseUrl); !st)
         return st.error();
+    const bool front = cfg.role == CoordinatorRole::Front;
+    if (front) {
+        if (cfg.databaseUrl.empty())
+            return makeError(
+                "--role front needs the run state in PostgreSQL (--db postgresql://...): with "
+                "SQLite one process serves the run, and it is the default role");
+        if (auto st = checkUploadBase(cfg.uploadBase); !st)
+            return st.error();
+    }
     std::optional<NewRun> pending;
-    {
+    if (!front) {
         // (With PostgreSQL, restore() prepares the run when the database holds none.)
         std::error_code ec;
         if (cfg.databaseUrl.empty() && !fs::exists(cfg.stateDir / "coordinator.db", ec)) {
@@ -43,32 +52,50 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     auto dirs = StateDir::open(cfg.stateDir);
     if (!dirs)
         return dirs.error();
-    auto serveLock = ServeLock::take(cfg.databaseUrl);
+    // One aggregating process per database; front ends take no lock.
+    auto serveLock = front ? Expected<ServeLock>(ServeLock()) : ServeLock::take(cfg.databaseUrl);
     if (!serveLock)
         return makeError(stateStoreName(cfg.stateDir, cfg.databaseUrl) + ": " +
                          serveLock.error().message);
     auto db = openStateStore(cfg.stateDir, cfg.databaseUrl);
     if (!db)
         return db.error();
-    auto key = net::SigningKey::loadOrCreate(dirs->keyFile());
+    // A front end signs with the run's key, copied from the aggregating process's state
+    // directory (docs/operations.md): it never makes one of its own.
+    auto key = front ? net::SigningKey::load(dirs->keyFile())
+                     : net::SigningKey::loadOrCreate(dirs->keyFile());
     if (!key)
-        return makeError("coordinator key: " + key.error().message);
+        return makeError("coordinator key: " + key.error().message +
+                         (front ? " (a front end uses the run's key: copy coordinator_key.pem "
+                                  "from the aggregating process's state directory)"
+                                : ""));
 
     auto impl = std::make_unique<Impl>(std::move(cfg), std::move(log), std::move(*dirs),
                                        std::move(*db), std::move(*key));
     impl->pendingRun = std::move(pending);
-    if (auto st = impl->restore(); !st)
-        return st.error();
-    if (auto st = impl->restoreLiveness(); !st)
-        return makeError("reading the assigned work units: " + st.error().message);
-    impl->roundClock = RoundClock(impl->cfg.databaseUrl, impl->runId);
-    impl->serveLock = std::move(*serveLock);
     auto* raw = impl.get();
-    raw->aggregator = std::make_unique<RoundAggregator>(raw->sum, raw->run.resultEncoding,
-                                                        &raw->pool, raw->cfg.backgroundThreads);
+    if (front) {
+        // No round sum, no clock, no validation: the aggregating process's (front_end.cpp).
+        if (auto st = impl->restoreFront(); !st)
+            return st.error();
+    } else {
+        if (auto st = impl->restore(); !st)
+            return st.error();
+        // For front ends (front_end.cpp), which exist only on PostgreSQL.
+        if (impl->db.backend() == storage::Backend::Postgres)
+            if (auto st = impl->recordVersionFiles(); !st)
+                return makeError("recording the versions' files: " + st.error().message);
+        if (auto st = impl->restoreLiveness(); !st)
+            return makeError("reading the assigned work units: " + st.error().message);
+        impl->roundClock = RoundClock(impl->cfg.databaseUrl, impl->runId);
+        impl->serveLock = std::move(*serveLock);
+        raw->aggregator = std::make_unique<RoundAggregator>(raw->sum, raw->run.resultEncoding,
+                                                            &raw->pool, raw->cfg.backgroundThreads);
+    }
     std::unique_ptr<Coordinator> c(new Coordinator(std::move(impl)));
     if (raw->cfg.backgroundThreads) {
-        raw->validator = std::thread([raw] { raw->validatorLoop(); });
+        if (!front)
+            raw->validator = std::thread([raw] { raw->validatorLoop(); });
         raw->ticker = std::thread([raw] { raw->tickerLoop(); });
     }
     return c;
@@ -303,6 +330,10 @@ Outcome<ServedFile> Coordinator::weightsFile(int64_t runId, int64_t version) {
                           " does not exist; this "
                           "coordinator serves run " +
                           std::to_string(c.runId));
+    if (c.frontEnd())
+        return refuse(404, "not_on_front_end",
+                      "this is a front end; the weights are served at " + c.cfg.uploadBase +
+                          " (the manifest's URLs)");
     auto it = c.weightFiles.find(version);
     if (it == c.weightFiles.end())
         return refuse(404, "unknown_version",

@@ -28,8 +28,19 @@
 
 namespace tandem::coord {
 
+// What a coordinator process does (--role; docs/operations.md, "Front ends"). All: the one
+// process of a run that also aggregates results and runs the round clock (the default, and the
+// only role with SQLite). Front: a front end on a PostgreSQL run: registration, work, heartbeats,
+// held units, status, the public page and leaderboard, the speed test; no round sum, no close,
+// no uploads (front_end.cpp).
+enum class CoordinatorRole { All, Front };
+
 struct CoordinatorConfig {
     std::filesystem::path stateDir;
+    CoordinatorRole role = CoordinatorRole::All;
+    // A front end's "https://host:port" of the aggregating process (--upload-base): its manifests'
+    // upload_url and the coordinator's own blob URLs point there.
+    std::string uploadBase;
     // The run state (state_store.hpp): empty, the SQLite file coordinator.db in stateDir; or a
     // postgresql:// URL. Files (weights, blobs, uploads) stay in stateDir either way.
     std::string databaseUrl;

@@ -64,6 +64,9 @@ struct CommitEntry {
     std::string note;  // why the weight is what it is, for the log
 };
 
+// A front end's --upload-base: "https://host[:port]", nothing after it (front_end.cpp).
+Status checkUploadBase(const std::string& url);
+
 // ---------------------------------------------------------------------------------------------
 
 struct Coordinator::Impl {
@@ -98,6 +101,9 @@ struct Coordinator::Impl {
     // Runs with weight deltas: the delta to each of the last kKeptWeightDeltas versions.
     std::map<int64_t, ServedFile> deltaFiles;
     bool closing = false;  // a round close is writing files; commits wait for it
+    // A close of this process lost its compare-and-set (rounds.cpp): another process moved the
+    // run on, so this one's round state is stale; it closes and commits nothing more.
+    bool fencedOut = false;
     std::condition_variable closeCv;
     // The Byzantine gate (result_gate.cpp): ||theta|| of thetaNormVersion, and the last outer
     // step theta_{v-1} - theta_v (P; empty before the first close).
@@ -272,10 +278,34 @@ struct Coordinator::Impl {
     void rememberOuterStep(std::span<const float> before, std::span<const float> after);
     void restoreOuterStep();  // from the weights of version - 1, when they are still kept
 
+    // ---- several processes on one database (front_end.cpp)
+
+    bool frontEnd() const { return cfg.role == CoordinatorRole::Front; }
+    // The aggregating process: the kept versions' files into their rounds' rows (at start; a
+    // close writes its own with the new round).
+    Status recordVersionFiles();
+    // A front end's start instead of restore(): the run, its data, the version.
+    Status restoreFront();
+    // A front end, mu held: the run's version from the database and, when it moved, the files of
+    // the versions its manifests name; the board's cache when results came in.
+    Status syncVersion();
+    void frontTick();  // mu held: syncVersion, liveness written every second
+    // The clock holder on PostgreSQL, mu held: newer liveness that front ends wrote, into the
+    // table in memory, before anything is timed out.
+    void mergeDatabaseLiveness();
+    // The URLs of a weights or delta blob: the coordinator's own path (a front end's: the
+    // aggregating process's absolute URL), then the mirrors. Data blobs are every process's.
+    std::vector<std::string> weightBlobUrls(const net::Sha256Digest& digest) const;
+    int64_t frontContributors = -1;  // of the open round, at the last syncVersion
+    int64_t frontRetainedUnix = 0;
+
     // ---- rounds (rounds.cpp)
 
     // mu held through `lock`; released while the new version is computed and written.
     Status closeRound(std::unique_lock<std::mutex>& lock);
+    // A close that lost its compare-and-set: the new version's files removed, the process
+    // fenced out; the error says why.
+    Status loseClose(int64_t round, bool withDelta);
     int64_t roundQuorum();   // mu held: results that close the open round
     void abandonTimedOut();  // mu held
     // Abandons work units without heartbeats, closes the round when it is due.

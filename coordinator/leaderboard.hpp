@@ -37,6 +37,11 @@ class Leaderboard {
 
     // Changes whenever the totals or a name may have changed (for caches built on the board).
     uint64_t generation() const { return m_generation; }
+    // Drops the cached lists: a front end's totals change in another process (front_end.cpp).
+    void invalidate() {
+        m_cache.reset();
+        ++m_generation;
+    }
 
   private:
     Outcome<net::Leaderboard> topLists(int64_t runId);

@@ -148,11 +148,15 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::assignTwin(int64_t clientId
         return Answer(internalError(st.error().message));
     const int64_t twin = db.lastInsertId();
     m->workUnitId = twin;
-    m->uploadUrl = "/v1/results/" + std::to_string(twin);
+    m->uploadUrl =
+        (frontEnd() ? cfg.uploadBase : std::string()) + "/v1/results/" + std::to_string(twin);
     m->deadlineUnix = deadline;
     m->sign(key);
     auto a = db.prepare("UPDATE work_units SET manifest_json = ? WHERE id = ?");
-    auto b = db.prepare("UPDATE work_units SET twin_wanted = 0, twin_id = ? WHERE id = ?");
+    // Only while it still wants one: another process (a front end) may have given it a twin
+    // since the read above; then this one rolls back and the client gets other work.
+    auto b = db.prepare(
+        "UPDATE work_units SET twin_wanted = 0, twin_id = ? WHERE id = ? AND twin_wanted = 1");
     if (!a || !b)
         return Answer(internalError("cannot prepare the twin's rows"));
     a->bind(1, m->toJson()).bind(2, twin);
@@ -160,6 +164,8 @@ std::optional<Outcome<WorkOffer>> Coordinator::Impl::assignTwin(int64_t clientId
     for (Statement* st : {&*a, &*b})
         if (auto r = st->run(); !r)
             return Answer(internalError(r.error().message));
+    if (db.changes() != 1)
+        return std::nullopt;  // rolled back with tx
     if (auto st = tx.commit(); !st)
         return Answer(internalError(st.error().message));
     metrics.countAssigned();

@@ -36,6 +36,13 @@ UploadSession::State::~State() {
 Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
     bool dryRun) {
+    // 421 Misdirected Request: the worker's manifest says where (front_end.cpp).
+    if (frontEnd())
+        return refuse(421, "not_on_front_end",
+                      "this is a front end of the run; results are uploaded to the aggregating "
+                      "process at " +
+                          cfg.uploadBase + "/v1/results/" + std::to_string(workUnitId) +
+                          " (the manifest's upload_url)");
     const int64_t expected = maxUploadBytes();
     const PayloadLayout layout = payloadLayout();
     // What a body is made of, for the size refusals.
@@ -317,9 +324,11 @@ Outcome<std::vector<std::string>> Coordinator::Impl::commitEntries(
             auto rec = db.prepare("INSERT INTO receipts(work_unit_id, json) VALUES (?, ?)");
             auto wu = db.prepare(
                 "UPDATE work_units SET state = 'accepted', twin_wanted = 0 WHERE id = ?");
+            // Only into an open round (a close is a compare-and-set on this row, rounds.cpp).
             auto rnd = db.prepare(
                 "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, "
-                "weight_sum = weight_sum + ? WHERE run_id = ? AND round = ?");
+                "weight_sum = weight_sum + ? WHERE run_id = ? AND round = ? AND closed_unix IS "
+                "NULL");
             if (!ins || !rec || !wu || !rnd)
                 return fail("cannot prepare the result insert");
             ins->bind(1, e.wuId)
@@ -339,6 +348,19 @@ Outcome<std::vector<std::string>> Coordinator::Impl::commitEntries(
             for (Statement* st : {&*ins, &*rec, &*wu, &*rnd})
                 if (auto r = st->run(); !r)
                     return fail(r.error().message);
+            if (db.changes() != 1) {  // rolled back with tx
+                fencedOut = true;
+                std::error_code e2;
+                for (const auto& p : placed)
+                    fs::remove(p, e2);
+                log("error: round " + std::to_string(version) +
+                    " was closed by another process; this one takes no more results (restart "
+                    "it to follow the database)");
+                return refuse(503, "round_closed_elsewhere",
+                              "round " + std::to_string(version) +
+                                  " was closed by another coordinator process; try again later",
+                              30);
+            }
             if (auto r = board.addResult(runId, e.clientId, e.tokens, e.weight); !r)
                 return fail(r.error().message);
         }
@@ -381,6 +403,9 @@ void Coordinator::Impl::closeIfComplete(std::unique_lock<std::mutex>& lock) {
     if (q->step())
         contributors = q->integer(0);
     if (contributors == 0 || contributors < roundQuorum())
+        return;
+    // Only the round clock's holder closes (round_clock.hpp); it does at its next tick.
+    if (!roundClock.held())
         return;
     // The ticker closes the round (rounds.cpp, tick), so that this answer does not wait for the
     // outer step and the files of the new version.

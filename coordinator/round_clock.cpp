@@ -73,8 +73,9 @@ Expected<ServeLock> ServeLock::take(const std::string& databaseUrl) {
         return taken.error();
     if (!*taken) {
         return makeError(
-            "another tandem-coordinator process serves this database; one process "
-            "per database for now (docs/operations.md): stop the other one first");
+            "another tandem-coordinator process serves this database as its aggregating "
+            "process; one per database, beside any number of --role front "
+            "(docs/operations.md): stop the other one first");
     }
     lock.m_db = std::move(*db);
     return lock;

@@ -44,8 +44,9 @@ class RoundClock {
 // pg_try_advisory_lock's key ("TR" + "SV") for the one coordinator process a database has.
 inline constexpr int32_t kServeLockKey = 0x54525356;
 
-// One coordinator process per PostgreSQL database until front ends and shards exist (issue 16):
-// a second one would accept results into a round sum that no process closes. A session advisory
+// One aggregating process (--role all) per PostgreSQL database, beside any number of front ends,
+// which take no lock (issue 16, K = 1): a second one would accept results into a round sum that
+// no process closes. A session advisory
 // lock on a connection of its own, taken when the coordinator opens and given back (at once,
 // not when the server notices the connection gone) when it closes. With SQLite it holds nothing:
 // the state directory's lock is the one.

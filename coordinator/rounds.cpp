@@ -43,9 +43,28 @@ Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& 
     return next;
 }
 
+Status Coordinator::Impl::loseClose(int64_t r, bool withDelta) {
+    std::error_code ec;
+    for (const fs::path& p : {dirs.weights(r + 1), dirs.momentum(r + 1), dirs.residual(r + 1)})
+        fs::remove(p, ec);
+    if (withDelta)
+        fs::remove(dirs.weightDelta(r + 1), ec);
+    cleanStaleFiles(false);  // the blobs of the discarded files
+    fencedOut = true;
+    return makeError("round " + std::to_string(r) +
+                     " was closed by another process, or took a result after this close "
+                     "began; this close is discarded with its files and this process closes "
+                     "no more rounds and takes no more results (restart it to follow the "
+                     "database)");
+}
+
 Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     const auto started = std::chrono::steady_clock::now();
     const int64_t r = version;
+    if (fencedOut)
+        return makeError("this process lost a round close to another one; restart it");
+    if (!roundClock.held())
+        return makeError("not closing round " + std::to_string(r) + ": " + roundClock.why());
     int64_t contributors = 0, tokens = 0;
     double weightSum = 0;
     {
@@ -107,32 +126,56 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
     if (!published)
         return published.error();
     const int64_t t = now();
+    bool won = true;
     {
         Transaction tx(db);
         if (!tx.started())
             return tx.started();
-        auto a = db.prepare("UPDATE rounds SET closed_unix = ? WHERE run_id = ? AND round = ?");
+        // The close is a compare-and-set on the round's row and the run's version: it commits
+        // only if round r is still open, with the results this close summed, and the run still
+        // at version r. Another process's close of r (a clock holder that lost its lock a moment
+        // ago and the new one) or a result committed since the read above makes it a loser.
+        auto a = db.prepare(
+            "UPDATE rounds SET closed_unix = ? WHERE run_id = ? AND round = ? AND closed_unix IS "
+            "NULL AND contributors = ?");
+        auto d = db.prepare("UPDATE runs SET version = ? WHERE id = ? AND version = ?");
+        // With the new version's files (front_end.cpp: front ends name them from this row).
         auto b = db.prepare(
-            "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) VALUES (?, ?, ?, ?)");
-        auto d = db.prepare("UPDATE runs SET version = ? WHERE id = ?");
+            "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix, weights_sha256, "
+            "weights_bytes, delta_sha256, delta_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
         if (!a || !b || !d)
             return makeError("cannot prepare the round close");
-        a->bind(1, t).bind(2, runId).bind(3, r);
+        a->bind(1, t).bind(2, runId).bind(3, r).bind(4, contributors);
+        d->bind(1, r + 1).bind(2, runId).bind(3, r);
         b->bind(1, runId).bind(2, r + 1).bind(3, t).bind(4, t + cfg.roundTimeoutSeconds);
-        d->bind(1, r + 1).bind(2, runId);
-        for (Statement* st : {&*a, &*b, &*d})
+        b->bind(5, net::toHex(published->sha256)).bind(6, published->bytes);
+        if (deltaFile)
+            b->bind(7, net::toHex(deltaFile->sha256)).bind(8, deltaFile->bytes);
+        else
+            b->bindNull(7).bindNull(8);
+        // The run's row first, as a work assignment locks it (work_assignment.cpp): one order of
+        // row locks, so the two never deadlock.
+        for (Statement* st : {&*d, &*a}) {
             if (auto s = st->run(); !s)
                 return s;
-        if (auto s = abandonWorkUnitsBefore(
-                db, runId, r + 1 - cfg.maxStaleness,
-                "the run moved on; its base version is beyond the staleness bound");
-            !s)
-            return s;
-        const int64_t staleUnits = db.changes();
-        if (auto s = tx.commit(); !s)
-            return s;
-        metrics.countAbandoned("stale", staleUnits);
-    }
+            won = won && db.changes() == 1;
+        }
+        if (won) {
+            if (auto s = b->run(); !s)
+                return s;
+            if (auto s = abandonWorkUnitsBefore(
+                    db, runId, r + 1 - cfg.maxStaleness,
+                    "the run moved on; its base version is beyond the staleness bound");
+                !s)
+                return s;
+            const int64_t staleUnits = db.changes();
+            if (auto s = tx.commit(); !s)
+                return s;
+            metrics.countAbandoned("stale", staleUnits);
+        }
+    }  // a lost close's transaction is rolled back here
+    if (!won)
+        return loseClose(r, deltaFile.has_value());
     rememberOuterStep(theta, next->theta);
     theta.swap(next->theta);
     vel.swap(next->velocity);
@@ -229,13 +272,20 @@ void Coordinator::Impl::tick() {
     std::unique_lock lock(mu);
     if (stopping || closing)
         return;
+    if (frontEnd())
+        return frontTick();  // no clock, no round of its own (front_end.cpp)
     // Only the round clock's holder times units out and closes rounds (round_clock.hpp).
-    const bool clock = roundClock.held();
+    // A process fenced out by a lost close (loseClose) no longer runs it, whatever the lock says.
+    const bool clock = !fencedOut && roundClock.held();
     if (clock != roundClockHeld)
-        log(clock ? "this process runs the round clock now"
-                  : "not running the round clock: " + roundClock.why());
+        log(clock       ? "this process runs the round clock now"
+            : fencedOut ? "not running the round clock: this process lost a round close"
+                        : "not running the round clock: " + roundClock.why());
     roundClockHeld = clock;
     if (clock) {
+        // Heartbeats that front ends received, before anything is timed out (front_end.cpp).
+        if (db.backend() == storage::Backend::Postgres)
+            mergeDatabaseLiveness();
         abandonTimedOut();
         abandonStalled();
         settleHeld();  // held results whose twin timed out are accepted alone

@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 6> kMigrations = {
+inline constexpr std::array<std::string_view, 7> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -190,6 +190,15 @@ CREATE TABLE replica_checks (
 ALTER TABLE clients ADD COLUMN replica_agreements INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE clients ADD COLUMN replica_disagreements INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE clients ADD COLUMN blocked_unix INTEGER;
+)sql",
+    // 7: front ends (front_end.cpp) name the files of a version without reading them: round v's
+    // row holds the SHA-256 and size of version v's weights and of the weight delta v - 1 -> v,
+    // written by the aggregating process with the version (and at its start).
+    R"sql(
+ALTER TABLE rounds ADD COLUMN weights_sha256 TEXT;
+ALTER TABLE rounds ADD COLUMN weights_bytes INTEGER;
+ALTER TABLE rounds ADD COLUMN delta_sha256 TEXT;
+ALTER TABLE rounds ADD COLUMN delta_bytes INTEGER;
 )sql",
 };
 

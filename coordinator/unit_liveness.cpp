@@ -38,6 +38,16 @@ void UnitLiveness::report(int64_t workUnitId, int64_t step, double loss, double 
     p.changed = true;
 }
 
+void UnitLiveness::merge(int64_t workUnitId, int64_t clientId, int64_t innerSteps,
+                         int64_t heartbeatUnix, const std::optional<UnitReport>& reported) {
+    const bool wasChanged = m_units.count(workUnitId) && m_units[workUnitId].changed;
+    touch(workUnitId, clientId, innerSteps, heartbeatUnix);
+    if (reported)
+        report(workUnitId, reported->step, reported->loss, reported->tokensPerSecond,
+               heartbeatUnix);
+    m_units[workUnitId].changed = wasChanged;
+}
+
 const UnitPulse* UnitLiveness::find(int64_t workUnitId) const {
     auto it = m_units.find(workUnitId);
     return it == m_units.end() ? nullptr : &it->second;

@@ -19,6 +19,15 @@ namespace tandem::coord {
 
 // Seconds between the writes of changed liveness to the database.
 inline constexpr int64_t kLivenessFlushSeconds = 10;
+// A front end's (front_end.cpp): the clock holder in another process reads what it wrote.
+inline constexpr int64_t kFrontLivenessFlushSeconds = 1;
+
+// A heartbeat's figures as another process wrote them to work_units.
+struct UnitReport {
+    int64_t step = 0;
+    double loss = 0;
+    double tokensPerSecond = 0;
+};
 
 struct UnitPulse {
     int64_t clientId = 0;
@@ -45,6 +54,11 @@ class UnitLiveness {
     // A heartbeat of a tracked unit (touch it first).
     void report(int64_t workUnitId, int64_t step, double loss, double tokensPerSecond,
                 int64_t nowUnix);
+    // A newer sign of life that another process received (a front end's heartbeats, read from
+    // the database): taken as if reported here at heartbeatUnix, but not marked changed, since
+    // the database has it already.
+    void merge(int64_t workUnitId, int64_t clientId, int64_t innerSteps, int64_t heartbeatUnix,
+               const std::optional<UnitReport>& reported);
     const UnitPulse* find(int64_t workUnitId) const;
     void forget(int64_t workUnitId);
     // Keeps only these units: the ones the database says are assigned.

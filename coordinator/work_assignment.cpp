@@ -182,13 +182,45 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
                                 req.uplinkBytesPerSecond);
     const int64_t trainBytes = data.trainTokens();
     int64_t offset = 0, length = 0, reusedFrom = 0;
-    int64_t cursor = 0, span = 0;
+    int64_t cursor = 0, span = 0, deadlineOfRound = 0;
+    // From the cursor's read to the unit's insert in one transaction: with several processes on
+    // one PostgreSQL database (front ends), the run's row is locked (FOR UPDATE) until the
+    // cursor has moved, and an abandoned range is claimed by one of them (FOR UPDATE SKIP
+    // LOCKED); SQLite's BEGIN IMMEDIATE already takes the one write lock.
+    const bool postgres = db.backend() == storage::Backend::Postgres;
+    Transaction tx(db);
+    if (!tx.started())
+        return internalError(tx.started().error().message);
+    {
+        auto q = db.prepare(std::string("SELECT r.data_cursor, d.assigned_bytes, d.deadline_unix, "
+                                        "r.version FROM runs r JOIN rounds d ON d.run_id = r.id "
+                                        "AND d.round = r.version WHERE r.id = ?") +
+                            (postgres ? " FOR UPDATE OF r" : ""));
+        if (!q)
+            return internalError(q.error().message);
+        q->bind(1, runId);
+        if (!q->step())
+            return internalError("the open round is missing");
+        cursor = q->integer(0);
+        span = q->integer(1);
+        deadlineOfRound = q->integer(2);
+        if (q->integer(3) != version) {  // a front end behind a close (front_end.cpp)
+            if (!frontEnd())
+                return internalError("the run's version moved in another process");
+            if (auto st = syncVersion(); !st)
+                return internalError(st.error().message);
+            if (q->integer(3) != version)
+                return internalError("the run's version moved during this request");
+        }
+    }
     {
         auto q = db.prepare(
-            "SELECT id, data_offset, data_length FROM work_units w WHERE run_id = ? AND "
-            "base_version = ? AND state = 'abandoned' AND reassigned = 0 AND NOT EXISTS (SELECT "
-            "1 FROM work_units t WHERE t.id = w.twin_id AND t.state != 'abandoned') ORDER BY id "
-            "LIMIT 1");
+            std::string(
+                "SELECT id, data_offset, data_length FROM work_units w WHERE run_id = ? AND "
+                "base_version = ? AND state = 'abandoned' AND reassigned = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM work_units t WHERE t.id = w.twin_id AND t.state != 'abandoned') "
+                "ORDER BY id LIMIT 1") +
+            (postgres ? " FOR UPDATE SKIP LOCKED" : ""));
         if (!q)
             return internalError(q.error().message);
         q->bind(1, runId).bind(2, version);
@@ -198,41 +230,32 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
             length = q->integer(2);
         }
     }
-    {
-        auto q = db.prepare(
-            "SELECT r.data_cursor, d.assigned_bytes, d.deadline_unix FROM runs r JOIN rounds d ON "
-            "d.run_id = r.id AND d.round = r.version WHERE r.id = ?");
-        if (!q)
-            return internalError(q.error().message);
-        q->bind(1, runId);
-        if (!q->step())
-            return internalError("the open round is missing");
-        cursor = q->integer(0);
-        span = q->integer(1);
-        if (reusedFrom == 0) {
-            auto range =
-                nextDataRange(cursor, span, workUnitBytes(run, H, trainBytes), data.trainEnds());
-            if (!range) {
-                const int64_t wait = std::clamp<int64_t>(q->integer(2) - nowUnix, 5, 60);
-                WorkOffer none;
-                none.retryAfterSeconds = static_cast<int>(wait);
-                return none;  // every byte of the train data is assigned in this round
-            }
-            offset = range->offset;
-            length = range->length;
-            cursor = range->nextCursor;
-            span = range->assignedBytes;
+    if (reusedFrom == 0) {
+        auto range =
+            nextDataRange(cursor, span, workUnitBytes(run, H, trainBytes), data.trainEnds());
+        if (!range) {
+            const int64_t wait = std::clamp<int64_t>(deadlineOfRound - nowUnix, 5, 60);
+            WorkOffer none;
+            none.retryAfterSeconds = static_cast<int>(wait);
+            return none;  // every byte of the train data is assigned in this round
         }
+        offset = range->offset;
+        length = range->length;
+        cursor = range->nextCursor;
+        span = range->assignedBytes;
     }
+    auto wfIt = weightFiles.find(version);
+    if (wfIt == weightFiles.end())  // a front end before the aggregating process recorded it
+        return refuse(503, "version_not_ready",
+                      "the weights of version " + std::to_string(version) +
+                          " are not recorded yet; try again shortly",
+                      5);
     const float startBlend = req.protocol >= 3 ? startBlendFor(clientId) : 0.0f;
     const uint64_t seed = [&] {
         Rng rng(run.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(nowUnix));
         return rng.next() & ((uint64_t{1} << 53) - 1);
     }();
     const int64_t deadline = nowUnix + int64_t{cfg.roundTimeoutSeconds} * (1 + cfg.maxStaleness);
-    Transaction tx(db);
-    if (!tx.started())
-        return internalError(tx.started().error().message);
     auto ins = db.prepare(
         "INSERT INTO work_units(run_id, client_id, base_version, shard, data_offset, data_length, "
         "inner_steps, batch, seq_len, seed, created_unix, deadline_unix, heartbeat_unix, "
@@ -271,8 +294,11 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.runId = runId;
     m.baseVersion = version;
     m.model = run.model;
-    const ServedFile& wf = weightFiles.at(version);
-    m.weightsUrl = "/v1/runs/" + std::to_string(runId) + "/weights/" + std::to_string(version);
+    const ServedFile& wf = wfIt->second;
+    // A front end's weights and uploads are the aggregating process's (front_end.cpp).
+    const std::string origin = frontEnd() ? cfg.uploadBase : std::string();
+    m.weightsUrl =
+        origin + "/v1/runs/" + std::to_string(runId) + "/weights/" + std::to_string(version);
     m.weightsSha256 = wf.sha256;
     m.weightsBytes = wf.bytes;
     m.dataUrl = "/v1/runs/" + std::to_string(runId) + "/data/" + std::to_string(shard.number);
@@ -290,7 +316,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.seed = seed;
     m.deadlineUnix = deadline;
     m.heartbeatSeconds = cfg.heartbeatSeconds;
-    m.uploadUrl = "/v1/results/" + std::to_string(wuId);
+    m.uploadUrl = origin + "/v1/results/" + std::to_string(wuId);
     m.maxUploadBytes = maxUploadBytes();
     // A worker that asked with version 2 gets a version 2 manifest (it would not know the field
     // and its signature check would fail): it starts from the weights, as before.
@@ -305,7 +331,7 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.resultEncoding = run.resultEncoding;
     // Version 4: the same files as blobs, on the coordinator and its mirrors.
     if (m.protocol >= 4) {
-        m.weightsUrls = blobUrls(wf.sha256, cfg.mirrors);
+        m.weightsUrls = weightBlobUrls(wf.sha256);
         m.dataUrls = blobUrls(shard.file.sha256, cfg.mirrors);
     }
     // Version 5: the deltas that end at this version, oldest first (a worker holding an older
@@ -317,9 +343,8 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
                 m.weightDeltas.clear();  // the chain must be consecutive up to version
                 continue;
             }
-            m.weightDeltas.push_back(net::WeightDeltaRef{to - 1, it->second.sha256,
-                                                         it->second.bytes,
-                                                         blobUrls(it->second.sha256, cfg.mirrors)});
+            m.weightDeltas.push_back(net::WeightDeltaRef{
+                to - 1, it->second.sha256, it->second.bytes, weightBlobUrls(it->second.sha256)});
         }
     }
     m.sign(key);

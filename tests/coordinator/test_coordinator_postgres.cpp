@@ -230,6 +230,28 @@ class TestCoordinatorPostgres : public QObject {
         QVERIFY(f.logged("this process runs the round clock now"));
     }
 
+    // The close that a result's commit starts at the quorum asks the clock too: while another
+    // process holds it, the round stays open (its holder's tick closes it); once this process
+    // takes the clock, its own tick does.
+    void aQuorumCloseAsksTheRoundClock() {
+        auto cfg = config();
+        cfg.quorum = 1;
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        auto& c = f.coordinator();
+        auto other = std::make_unique<coord::RoundClock>(f.t().config().databaseUrl, c.runId());
+        QVERIFY(other->held());
+        auto a = f.registerClient("a");
+        const auto m = f.work(a);
+        QVERIFY(f.upload(a, buildResult(m, patternDelta(c.parameterCount()), a.key, 32)).ok());
+        QCOMPARE(c.currentVersion(), int64_t{0});
+        other.reset();
+        QVERIFY(eventually([&] {
+            c.tick();
+            return c.currentVersion() == 1;
+        }));
+    }
+
     // A second coordinator process on the same database is refused before it changes anything,
     // and the database is free again as soon as the first one closes.
     void aSecondCoordinatorOnTheDatabaseIsRefused() {

@@ -6,6 +6,7 @@
 // Dimensions: P parameters.
 #include "direct.hpp"
 #include "rounds.hpp"
+#include "state_store.hpp"
 
 #include <QtTest>
 
@@ -150,6 +151,89 @@ class TestCoordinatorRounds : public QObject {
         QCOMPARE(c.currentVersion(), int64_t{1});
         std::lock_guard lock(m);
         QCOMPARE(closesStarted, 1);
+    }
+
+    // The close is a compare-and-set on the round's row and the run's version: when another
+    // process closes round 0 while this one computes its step (the hook runs then, the lock
+    // released), this close commits nothing, removes the files it wrote, says why, and the
+    // process takes no further close or result. PostgreSQL only (test_coordinator_rounds_postgres):
+    // on SQLite the state directory's lock leaves no room for a second process.
+    void aCloseThatLosesItsCompareAndSetCommitsNothing() {
+        if (!postgresUrl())
+            QSKIP("PostgreSQL only: run as test_coordinator_rounds_postgres (ctest -L postgres)");
+        auto cfg = exactConfig();
+        std::string rival;
+        std::filesystem::path stateDir;
+        std::string url;
+        cfg.testBeforeClose = [&](int64_t round) {
+            auto db = coord::openStateStore(stateDir, url);
+            if (!db) {
+                rival = db.error().message;
+                return;
+            }
+            storage::Transaction tx(*db);
+            for (const char* sql :
+                 {"UPDATE rounds SET closed_unix = 5 WHERE round = 0",
+                  "UPDATE runs SET version = 1",
+                  "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix) SELECT id, 1, 5, "
+                  "9 FROM runs"}) {
+                auto st = db->prepare(sql);
+                if (!st || !st->run()) {
+                    rival = std::string("rival close failed at: ") + sql;
+                    return;
+                }
+            }
+            rival = tx.commit() ? "closed " + std::to_string(round) : "rival commit failed";
+        };
+        DirectCoordinator f(cfg);
+        QVERIFY2(f.t().ok(), f.t().error().c_str());
+        stateDir = f.t().stateDir();
+        url = f.t().config().databaseUrl;
+        auto& c = f.coordinator();
+        const int64_t P = c.parameterCount();
+        const auto theta0 = c.weights();
+        auto a = f.registerClient("a"), b = f.registerClient("b"), late = f.registerClient("c");
+        const auto ma = f.work(a), mb = f.work(b), mc = f.work(late);
+        QVERIFY(f.upload(a, buildResult(ma, constantDelta(P, kHalfOne), a.key, 64)).ok());
+        QVERIFY(f.upload(b, buildResult(mb, constantDelta(P, kHalfThree), b.key, 64)).ok());
+        QCOMPARE(rival, std::string("closed 0"));
+        // The loser: still at version 0, its weights unchanged, no version 1 files of its own.
+        QCOMPARE(c.currentVersion(), int64_t{0});
+        QVERIFY(c.weights() == theta0);
+        QVERIFY(!std::filesystem::exists(stateDir / "weights" / "v1.ckpt"));
+        QVERIFY(!std::filesystem::exists(stateDir / "momentum" / "v1.ckpt"));
+        QVERIFY(
+            f.logged("error: closing the round failed: round 0 was closed by another process, "
+                     "or took a result after this close began; this close is discarded"));
+        // The database has the rival's close only: one round 1, round 0's results counted once.
+        {
+            auto db = coord::openStateStore(stateDir, url);
+            QVERIFY(db.ok());
+            auto q = db->prepare(
+                "SELECT (SELECT version FROM runs), (SELECT COUNT(*) FROM rounds WHERE round = 1), "
+                "(SELECT closed_unix FROM rounds WHERE round = 0), (SELECT contributors FROM "
+                "rounds WHERE round = 0)");
+            QVERIFY(q.ok() && q->step());
+            QCOMPARE(q->integer(0), int64_t{1});
+            QCOMPARE(q->integer(1), int64_t{1});
+            QCOMPARE(q->integer(2), int64_t{5});
+            QCOMPARE(q->integer(3), int64_t{2});
+        }
+        // No second try at the tick, and a result for the closed round is refused (503, to be
+        // sent again), not counted into it.
+        *f.clock += 10000;
+        c.tick();
+        QCOMPARE(c.currentVersion(), int64_t{0});
+        auto refused = f.upload(late, buildResult(mc, constantDelta(P, kHalfOne), late.key, 64));
+        QVERIFY(!refused.ok());
+        QCOMPARE(refused.refusal().httpStatus, 503);
+        QCOMPARE(refused.refusal().code, std::string("round_closed_elsewhere"));
+        auto db = coord::openStateStore(stateDir, url);
+        auto q = db->prepare("SELECT COUNT(*) FROM results");
+        QVERIFY(q.ok() && q->step());
+        QCOMPARE(q->integer(0), int64_t{2});
+        QVERIFY(!std::filesystem::exists(stateDir / "rounds" / "0" /
+                                         (std::to_string(mc.workUnitId) + ".f16")));
     }
 
     void closesAtTheQuorum() {
