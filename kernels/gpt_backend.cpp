@@ -376,7 +376,9 @@ Status GptBackend::backward() {
 
     const GradientPlan& gp = m_gradPlan;
     ops.fillZero(m_grads, lay.parameterCount());
-    ops.fillZero(m_gradActs, gp.total);
+    // All but the attention's scratch, which attentionBackward overwrites.
+    ops.fillZero(m_gradActs, gp.preatt);
+    ops.fillZero(m_gradActs + gp.layerBegin, gp.total - gp.layerBegin);
     std::fill(m_hostLosses.begin(), m_hostLosses.begin() + n, 1.0f / static_cast<float>(n));
     ops.copyIn(g + gp.losses, m_hostLosses.data(), n);
 

@@ -115,36 +115,58 @@ TANDEM_HOT void layernormRows(float* out, float* mean, float* rstd, const float*
     }
 }
 
+// dx (C) += the layernorm's input gradient of one row. dy (C), x (C), weight (C); m and s the
+// row's mean and rstd. With dweight and dbias (C) also adds the row's share into them (else null).
+inline void layernormBackwardRow(float* dx, float* dweight, float* dbias, const float* dy,
+                                 const float* x, const float* weight, float m, float s, int C) {
+    float accG[kLanes] = {}, accGN[kLanes] = {};
+    int i = 0;
+    for (; i + kLanes <= C; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j) {
+            const float g = weight[i + j] * dy[i + j];
+            accG[j] += g;
+            accGN[j] += g * ((x[i + j] - m) * s);
+        }
+    }
+    float tailG = 0.0f, tailGN = 0.0f;
+    for (; i < C; ++i) {
+        const float g = weight[i] * dy[i];
+        tailG += g;
+        tailGN += g * ((x[i] - m) * s);
+    }
+    const float meanG = (combineLanes(accG) + tailG) / static_cast<float>(C);
+    const float meanGN = (combineLanes(accGN) + tailGN) / static_cast<float>(C);
+    for (int c = 0; c < C; ++c) {
+        const float n = (x[c] - m) * s;
+        dx[c] += s * (weight[c] * dy[c] - meanG - n * meanGN);
+    }
+    if (dweight) {
+        for (int c = 0; c < C; ++c) {
+            dbias[c] += dy[c];
+            dweight[c] += (x[c] - m) * s * dy[c];
+        }
+    }
+}
+
 // dinp (BT,C) rows [begin, end); dout (BT,C), inp (BT,C), weight (C), mean (BT), rstd (BT)
 TANDEM_HOT void layernormBackwardRows(float* dinp, const float* dout, const float* inp,
                                       const float* weight, const float* mean, const float* rstd,
                                       int C, int64_t begin, int64_t end) {
     for (int64_t bt = begin; bt < end; ++bt) {
-        const float* x = inp + bt * C;
-        const float* dy = dout + bt * C;
-        const float m = mean[bt], s = rstd[bt];
-        float accG[kLanes] = {}, accGN[kLanes] = {};
-        int i = 0;
-        for (; i + kLanes <= C; i += kLanes) {
-            for (int j = 0; j < kLanes; ++j) {
-                const float g = weight[i + j] * dy[i + j];
-                accG[j] += g;
-                accGN[j] += g * ((x[i + j] - m) * s);
-            }
-        }
-        float tailG = 0.0f, tailGN = 0.0f;
-        for (; i < C; ++i) {
-            const float g = weight[i] * dy[i];
-            tailG += g;
-            tailGN += g * ((x[i] - m) * s);
-        }
-        const float meanG = (combineLanes(accG) + tailG) / static_cast<float>(C);
-        const float meanGN = (combineLanes(accGN) + tailGN) / static_cast<float>(C);
-        float* dx = dinp + bt * C;
-        for (int c = 0; c < C; ++c) {
-            const float n = (x[c] - m) * s;
-            dx[c] += s * (weight[c] * dy[c] - meanG - n * meanGN);
-        }
+        layernormBackwardRow(dinp + bt * C, nullptr, nullptr, dout + bt * C, inp + bt * C, weight,
+                             mean[bt], rstd[bt], C);
+    }
+}
+
+// All rows of dinp (BT,C), and dweight (C) and dbias (C), in one pass over the rows in order:
+// the same sums in the same order as layernormBackwardRows and layernormBackwardColumns over all
+// channels, so the same bits, with each row read from memory once instead of twice (one thread).
+TANDEM_HOT void layernormBackwardAll(float* dinp, float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* weight, const float* mean,
+                                     const float* rstd, int64_t BT, int C) {
+    for (int64_t bt = 0; bt < BT; ++bt) {
+        layernormBackwardRow(dinp + bt * C, dweight, dbias, dout + bt * C, inp + bt * C, weight,
+                             mean[bt], rstd[bt], C);
     }
 }
 
@@ -349,6 +371,10 @@ void CpuOps::layernormBackward(float* dinp, float* dweight, float* dbias, const 
                                const float* rstd, int B, int T, int C) {
     const int64_t BT = int64_t{B} * T;
     const int n = m_pool.threads();
+    if (n == 1) {
+        layernormBackwardAll(dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
+        return;
+    }
     // Tasks [0, n) take row ranges of dinp, tasks [n, 2n) channel ranges of dweight and dbias.
     m_pool.run(2 * n, [&](int task) {
         if (task < n) {
