@@ -13,13 +13,17 @@ PyTorch is Debian's python3-torch (1.13) with the OpenMP build of OpenBLAS (libo
 it is put first on PyTorch's library path, so the system's default BLAS stays as it is).
 Run it with `nice -n 10` on a shared machine.
 
+--baseline-bin runs a second tandem-bench-step (e.g. main's build) in the same rounds, in rotating
+order with the other two, and reports its times beside them: a before/after under the same load.
+Its losses must match PyTorch's too.
+
 With --backend cuda both sides train on GPU 0 instead (Tandem's CUDA backend; PyTorch in fp32 with
 TF32 off, the python that has a CUDA PyTorch given with --python); --threads is then ignored.
 --sdpa gives PyTorch 2's fused attention (F.scaled_dot_product_attention) instead of the
 written-out one.
 
-Usage: compare_torch_step.py --bin BUILD/bench/tandem-bench-step [--configs small,medium]
-       [--threads 1,2] [--batch 8] [--rounds 5] [--steps 5] [--warmup 1] [--json FILE]
+Usage: compare_torch_step.py --bin BUILD/bench/tandem-bench-step [--baseline-bin OTHER]
+       [--configs small,medium] [--threads 1,2] [--batch 8] [--rounds 5] [--steps 5] [--warmup 1] [--json FILE]
 """
 import argparse
 import json
@@ -38,8 +42,8 @@ def load_average():
         return float(f.read().split()[0])
 
 
-def run_tandem(args, config, threads, dump_dir, out_json, dump):
-    command = [args.bin, "--backend", args.backend, "--config", config, "--batch", str(args.batch),
+def run_tandem(args, config, threads, dump_dir, out_json, dump, binary=None):
+    command = [binary or args.bin, "--backend", args.backend, "--config", config, "--batch", str(args.batch),
                "--threads", str(threads), "--steps", str(args.steps), "--warmup",
                str(args.warmup), "--json", out_json]
     if dump:
@@ -67,16 +71,22 @@ def compare(args, config, threads, work):
     tandem_json = os.path.join(dump_dir, "tandem.json")
     first_json = os.path.join(dump_dir, "tandem-first.json")
     torch_json = os.path.join(dump_dir, "torch.json")
+    baseline_json = os.path.join(dump_dir, "baseline.json")
+    sides = ["tandem", "torch"] + (["baseline"] if args.baseline_bin else [])
     rounds = []
     for r in range(args.rounds):
         loads = [load_average()]
-        # Round 0 starts with Tandem: its --dump writes what PyTorch trains on.
-        order = ["tandem", "torch"] if r % 2 == 0 else ["torch", "tandem"]
+        # Round 0 starts with Tandem: its --dump writes what PyTorch trains on. Later rounds
+        # rotate the order, so that no side always meets the same load.
+        order = sides[r % len(sides):] + sides[:r % len(sides)]
         result = {}
         for side in order:
             if side == "tandem":
                 result["tandem"] = run_tandem(args, config, threads, dump_dir,
                                               first_json if r == 0 else tandem_json, r == 0)
+            elif side == "baseline":
+                result["baseline"] = run_tandem(args, config, threads, dump_dir, baseline_json,
+                                                False, args.baseline_bin)
             else:
                 result["torch"] = run_torch(args, threads, dump_dir, first_json, torch_json)
             loads.append(load_average())
@@ -84,20 +94,36 @@ def compare(args, config, threads, work):
         rounds.append(result)
         t = statistics.median(result["tandem"]["stepMs"])
         p = statistics.median(result["torch"]["stepMs"])
-        print(f"  {config} {threads} thread(s) round {r + 1}: tandem {t:.1f} ms "
-              f"(cpu {result['tandem']['cpuMs']:.1f}), pytorch {p:.1f} ms "
-              f"(cpu {result['torch']['cpuMs']:.1f}), load {result['load']:.1f}", flush=True)
+        line = (f"  {config} {threads} thread(s) round {r + 1}: tandem {t:.1f} ms "
+                f"(cpu {result['tandem']['cpuMs']:.1f}), pytorch {p:.1f} ms "
+                f"(cpu {result['torch']['cpuMs']:.1f})")
+        if args.baseline_bin:
+            line += (f", baseline {statistics.median(result['baseline']['stepMs']):.1f} ms "
+                     f"(cpu {result['baseline']['cpuMs']:.1f})")
+        print(f"{line}, load {result['load']:.1f}", flush=True)
 
     # Same model, same tokens, same AdamW: the same loss at every step.
-    worst = max(abs(a - b) for rnd in rounds
-                for a, b in zip(rnd["tandem"]["losses"], rnd["torch"]["losses"]))
+    worst = max(abs(a - b) for rnd in rounds for other in sides[2:] + ["tandem"]
+                for a, b in zip(rnd[other]["losses"], rnd["torch"]["losses"]))
     tandem_ms = [statistics.median(rnd["tandem"]["stepMs"]) for rnd in rounds]
     torch_ms = [statistics.median(rnd["torch"]["stepMs"]) for rnd in rounds]
     tandem_cpu = [rnd["tandem"]["cpuMs"] for rnd in rounds]
     torch_cpu = [rnd["torch"]["cpuMs"] for rnd in rounds]
     ratios = [p / t for p, t in zip(torch_ms, tandem_ms)]
     tokens = args.batch * json.load(open(first_json))["runs"][0]["seqLen"]
-    return {
+    baseline = {}
+    if args.baseline_bin:
+        base_ms = [statistics.median(rnd["baseline"]["stepMs"]) for rnd in rounds]
+        base_cpu = [rnd["baseline"]["cpuMs"] for rnd in rounds]
+        baseline = {
+            "baselineBin": args.baseline_bin,
+            "baselineStepMs": {"min": min(base_ms), "median": statistics.median(base_ms)},
+            "baselineCpuMs": {"min": min(base_cpu), "median": statistics.median(base_cpu)},
+            "baselineSpeedup": {"ofMins": min(torch_ms) / min(base_ms),
+                                "ofCpuMedians": statistics.median(torch_cpu) /
+                                statistics.median(base_cpu)},
+        }
+    return baseline | {
         "config": config, "threads": threads, "batch": args.batch, "tokensPerStep": tokens,
         "rounds": args.rounds, "steps": args.steps, "warmup": args.warmup,
         "tandemStepMs": {"min": min(tandem_ms), "median": statistics.median(tandem_ms)},
@@ -122,6 +148,8 @@ def compare(args, config, threads, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", required=True, help="path of tandem-bench-step")
+    parser.add_argument("--baseline-bin",
+                        help="another tandem-bench-step (e.g. main's) run in the same rounds")
     parser.add_argument("--configs", default="small,medium")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--batch", type=int, default=8)
@@ -165,6 +193,15 @@ def main():
                     f"{s['perRoundMin']:>5.2f}-{s['perRoundMedian']:.2f}-{s['perRoundMax']:<5.2f} "
                     f"{s['ofCpuMedians']:>6.2f} {r['load']['min']:>4.1f}-{r['load']['max']:<5.1f} "
                     f"{r['maxLossDifference']:>11.2e}")
+                if args.baseline_bin:
+                    b = r["baselineStepMs"]
+                    lines[-1] += (f"\n{'baseline':8} {r['threads']:>3} {b['min']:>8.1f}/"
+                                  f"{b['median']:<8.1f} cpu min/median "
+                                  f"{r['baselineCpuMs']['min']:.1f}/"
+                                  f"{r['baselineCpuMs']['median']:.1f}, x cpu "
+                                  f"{r['baselineSpeedup']['ofCpuMedians']:.2f} (tandem cpu "
+                                  f"min/median {r['tandemCpuMs']['min']:.1f}/"
+                                  f"{r['tandemCpuMs']['median']:.1f})")
                 print(header + "\n" + lines[-1], flush=True)
                 if not r["maxLossDifference"] <= args.loss_tolerance:
                     failed = True

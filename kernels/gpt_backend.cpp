@@ -83,22 +83,18 @@ GptBackend::GradientPlan GptBackend::planGradients(const ModelConfig& config, in
     const int64_t BT = int64_t{B} * T, C = config.channels, NH = config.heads;
     GradientPlan plan;
     Offsets o;
-    plan.encoded = o.take(BT * C);
-    plan.residual[0] = o.take(BT * C);
-    plan.residual[1] = o.take(BT * C);
+    plan.residual = o.take(BT * C);
+    // Every attentionBackward overwrites its scratch, so it sits outside the zeroed span.
+    plan.preatt = o.take(B * NH * T * T);
+    plan.att = o.take(B * NH * T * T);
     plan.layerBegin = o.next();
     GradientPlan::Layer& g = plan.layer;
     g.ln1 = o.take(BT * C);
     g.qkv = o.take(BT * 3 * C);
     g.atty = o.take(BT * C);
-    g.preatt = o.take(B * NH * T * T);
-    g.att = o.take(B * NH * T * T);
-    g.attnProj = o.take(BT * C);
-    g.residual2 = o.take(BT * C);
     g.ln2 = o.take(BT * C);
     g.fch = o.take(BT * 4 * C);
     g.fchGelu = o.take(BT * 4 * C);
-    g.fcProj = o.take(BT * C);
     plan.layerEnd = o.next();
     plan.lnf = o.take(BT * C);
     plan.logits = o.take(BT * config.paddedVocab());
@@ -380,7 +376,9 @@ Status GptBackend::backward() {
 
     const GradientPlan& gp = m_gradPlan;
     ops.fillZero(m_grads, lay.parameterCount());
-    ops.fillZero(m_gradActs, gp.total);
+    // All but the attention's scratch, which attentionBackward overwrites.
+    ops.fillZero(m_gradActs, gp.preatt);
+    ops.fillZero(m_gradActs + gp.layerBegin, gp.total - gp.layerBegin);
     std::fill(m_hostLosses.begin(), m_hostLosses.begin() + n, 1.0f / static_cast<float>(n));
     ops.copyIn(g + gp.losses, m_hostLosses.data(), n);
 
@@ -389,44 +387,42 @@ Status GptBackend::backward() {
                                     V, Vp);
     ops.matmulBackward(g + gp.lnf, dw + lay.wte(), nullptr, g + gp.logits, a + m_plan.lnf,
                        w + lay.wte(), b, t, C, Vp);
+    // The residual stream's gradient stays in one buffer, gp.residual: a residual add passes its
+    // output's gradient unchanged to both inputs, so each branch's products read it as their
+    // output gradient and each block's layernorm adds its input's gradient into it in place.
+    float* dresidual = g + gp.residual;
     const int last = cfg.layers - 1;
-    ops.layernormBackward(g + gp.residual[last % 2], dw + lay.lnfWeight(), dw + lay.lnfBias(),
-                          g + gp.lnf, a + m_plan.layers[last].residual3, w + lay.lnfWeight(),
+    ops.layernormBackward(dresidual, dw + lay.lnfWeight(), dw + lay.lnfBias(), g + gp.lnf,
+                          a + m_plan.layers[last].residual3, w + lay.lnfWeight(),
                           a + m_plan.lnfMean, a + m_plan.lnfRstd, b, t, C);
     const GradientPlan::Layer& G = gp.layer;
     for (int l = last; l >= 0; --l) {
         const auto& L = m_plan.layers[l];
         const int64_t in = l == 0 ? m_plan.encoded : m_plan.layers[l - 1].residual3;
-        // The gradient of this layer's output, and of its input, which the layer adds into.
-        const int64_t gOut = gp.residual[l % 2];
-        const int64_t gIn = l == 0 ? gp.encoded : gp.residual[(l + 1) % 2];
-        if (l != last) {  // the layer above left its gradients in the scratch and in gIn
+        if (l != last)  // the layer above left its gradients in the scratch
             ops.fillZero(g + gp.layerBegin, gp.layerEnd - gp.layerBegin);
-            if (l != 0)
-                ops.fillZero(g + gIn, btc);
-        }
         const float* p = w + lay.blockStart(l);
         float* dp = dw + lay.blockStart(l);
-        ops.residualBackward(g + G.residual2, g + G.fcProj, g + gOut, btc);
-        ops.matmulBackward(g + G.fchGelu, dp + o.fcProjWeight, dp + o.fcProjBias, g + G.fcProj,
+        // residual3 = residual2 + fcProj: dresidual is the gradient of both.
+        ops.matmulBackward(g + G.fchGelu, dp + o.fcProjWeight, dp + o.fcProjBias, dresidual,
                            a + L.fchGelu, p + o.fcProjWeight, b, t, 4 * C, C);
         ops.geluBackward(g + G.fch, a + L.fch, g + G.fchGelu, 4 * btc);
         ops.matmulBackward(g + G.ln2, dp + o.fcWeight, dp + o.fcBias, g + G.fch, a + L.ln2,
                            p + o.fcWeight, b, t, C, 4 * C);
-        ops.layernormBackward(g + G.residual2, dp + o.ln2Weight, dp + o.ln2Bias, g + G.ln2,
+        ops.layernormBackward(dresidual, dp + o.ln2Weight, dp + o.ln2Bias, g + G.ln2,
                               a + L.residual2, p + o.ln2Weight, a + L.ln2Mean, a + L.ln2Rstd, b, t,
                               C);
-        ops.residualBackward(g + gIn, g + G.attnProj, g + G.residual2, btc);
-        ops.matmulBackward(g + G.atty, dp + o.attnProjWeight, dp + o.attnProjBias, g + G.attnProj,
+        // residual2 = in + attnProj: dresidual is now the gradient of both.
+        ops.matmulBackward(g + G.atty, dp + o.attnProjWeight, dp + o.attnProjBias, dresidual,
                            a + L.atty, p + o.attnProjWeight, b, t, C, C);
-        ops.attentionBackward(g + G.qkv, g + G.preatt, g + G.att, g + G.atty, a + L.qkv, a + L.att,
-                              b, t, C, NH);
+        ops.attentionBackward(g + G.qkv, g + gp.preatt, g + gp.att, g + G.atty, a + L.qkv,
+                              a + L.att, b, t, C, NH);
         ops.matmulBackward(g + G.ln1, dp + o.qkvWeight, dp + o.qkvBias, g + G.qkv, a + L.ln1,
                            p + o.qkvWeight, b, t, C, 3 * C);
-        ops.layernormBackward(g + gIn, dp + o.ln1Weight, dp + o.ln1Bias, g + G.ln1, a + in,
+        ops.layernormBackward(dresidual, dp + o.ln1Weight, dp + o.ln1Bias, g + G.ln1, a + in,
                               p + o.ln1Weight, a + L.ln1Mean, a + L.ln1Rstd, b, t, C);
     }
-    ops.encoderBackward(dw + lay.wte(), dw + lay.wpe(), g + gp.encoded, m_inputs, b, t, C);
+    ops.encoderBackward(dw + lay.wte(), dw + lay.wpe(), dresidual, m_inputs, b, t, C);
     return ops.error();
 }
 

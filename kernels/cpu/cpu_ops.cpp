@@ -44,6 +44,21 @@ constexpr int64_t kMinElementsPerTask = 1 << 14;  // below this a second thread 
 // which has no cancellation for either sign of u.
 constexpr float kGeluScale = 0.79788456080286535588f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
+// -2u is clamped to at most 60 (x below about -8.6), where e^-60 ~ 1e-26 and gelu(x) is 0 to
+// within 1e-25. The compiler evaluates the clamped case for every lane and picks per lane; at the
+// exp's own bound (88) that case is x / (1 + e^88), a subnormal for |x| < 2, and the subnormal
+// products made every GELU call 3x slower (microcode assists on each vector). At 60 it is
+// subnormal only for |x| < 1e-12.
+constexpr float kGeluMaxExponent = 60.0f;
+
+// sigmoid(2u) = 0.5 (1 + tanh u) for u = sqrt(2/pi) (x + 0.044715 x^3).
+inline float geluSigmoid(float x) {
+    const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+    float z = -2.0f * u;
+    z = z < -87.0f ? -87.0f : z;
+    z = z > kGeluMaxExponent ? kGeluMaxExponent : z;
+    return 1.0f / (1.0f + expInRange(z));
+}
 
 // ---- row and range kernels (compiled twice, see TANDEM_HOT) ---------------------------------
 
@@ -100,36 +115,58 @@ TANDEM_HOT void layernormRows(float* out, float* mean, float* rstd, const float*
     }
 }
 
+// dx (C) += the layernorm's input gradient of one row. dy (C), x (C), weight (C); m and s the
+// row's mean and rstd. With dweight and dbias (C) also adds the row's share into them (else null).
+inline void layernormBackwardRow(float* dx, float* dweight, float* dbias, const float* dy,
+                                 const float* x, const float* weight, float m, float s, int C) {
+    float accG[kLanes] = {}, accGN[kLanes] = {};
+    int i = 0;
+    for (; i + kLanes <= C; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j) {
+            const float g = weight[i + j] * dy[i + j];
+            accG[j] += g;
+            accGN[j] += g * ((x[i + j] - m) * s);
+        }
+    }
+    float tailG = 0.0f, tailGN = 0.0f;
+    for (; i < C; ++i) {
+        const float g = weight[i] * dy[i];
+        tailG += g;
+        tailGN += g * ((x[i] - m) * s);
+    }
+    const float meanG = (combineLanes(accG) + tailG) / static_cast<float>(C);
+    const float meanGN = (combineLanes(accGN) + tailGN) / static_cast<float>(C);
+    for (int c = 0; c < C; ++c) {
+        const float n = (x[c] - m) * s;
+        dx[c] += s * (weight[c] * dy[c] - meanG - n * meanGN);
+    }
+    if (dweight) {
+        for (int c = 0; c < C; ++c) {
+            dbias[c] += dy[c];
+            dweight[c] += (x[c] - m) * s * dy[c];
+        }
+    }
+}
+
 // dinp (BT,C) rows [begin, end); dout (BT,C), inp (BT,C), weight (C), mean (BT), rstd (BT)
 TANDEM_HOT void layernormBackwardRows(float* dinp, const float* dout, const float* inp,
                                       const float* weight, const float* mean, const float* rstd,
                                       int C, int64_t begin, int64_t end) {
     for (int64_t bt = begin; bt < end; ++bt) {
-        const float* x = inp + bt * C;
-        const float* dy = dout + bt * C;
-        const float m = mean[bt], s = rstd[bt];
-        float accG[kLanes] = {}, accGN[kLanes] = {};
-        int i = 0;
-        for (; i + kLanes <= C; i += kLanes) {
-            for (int j = 0; j < kLanes; ++j) {
-                const float g = weight[i + j] * dy[i + j];
-                accG[j] += g;
-                accGN[j] += g * ((x[i + j] - m) * s);
-            }
-        }
-        float tailG = 0.0f, tailGN = 0.0f;
-        for (; i < C; ++i) {
-            const float g = weight[i] * dy[i];
-            tailG += g;
-            tailGN += g * ((x[i] - m) * s);
-        }
-        const float meanG = (combineLanes(accG) + tailG) / static_cast<float>(C);
-        const float meanGN = (combineLanes(accGN) + tailGN) / static_cast<float>(C);
-        float* dx = dinp + bt * C;
-        for (int c = 0; c < C; ++c) {
-            const float n = (x[c] - m) * s;
-            dx[c] += s * (weight[c] * dy[c] - meanG - n * meanGN);
-        }
+        layernormBackwardRow(dinp + bt * C, nullptr, nullptr, dout + bt * C, inp + bt * C, weight,
+                             mean[bt], rstd[bt], C);
+    }
+}
+
+// All rows of dinp (BT,C), and dweight (C) and dbias (C), in one pass over the rows in order:
+// the same sums in the same order as layernormBackwardRows and layernormBackwardColumns over all
+// channels, so the same bits, with each row read from memory once instead of twice (one thread).
+TANDEM_HOT void layernormBackwardAll(float* dinp, float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* weight, const float* mean,
+                                     const float* rstd, int64_t BT, int C) {
+    for (int64_t bt = 0; bt < BT; ++bt) {
+        layernormBackwardRow(dinp + bt * C, dweight, dbias, dout + bt * C, inp + bt * C, weight,
+                             mean[bt], rstd[bt], C);
     }
 }
 
@@ -163,9 +200,7 @@ TANDEM_HOT void biasBackwardColumns(float* dbias, const float* dout, int64_t BT,
 TANDEM_HOT void geluRange(float* out, const float* inp, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
         const float x = inp[i];
-        const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-        // x * (1 / ...), not x / (...): with the clamp in expFast the compiler would divide twice.
-        out[i] = x * (1.0f / (1.0f + expFast(-2.0f * u)));
+        out[i] = x * geluSigmoid(x);
     }
 }
 
@@ -174,8 +209,7 @@ TANDEM_HOT void geluBackwardRange(float* dinp, const float* inp, const float* do
                                   int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
         const float x = inp[i];
-        const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-        const float sig = 1.0f / (1.0f + expFast(-2.0f * u));
+        const float sig = geluSigmoid(x);
         const float dudx = kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
         const float derivative = sig + x * (2.0f * sig * (1.0f - sig)) * dudx;
         dinp[i] += derivative * dout[i];
@@ -337,6 +371,10 @@ void CpuOps::layernormBackward(float* dinp, float* dweight, float* dbias, const 
                                const float* rstd, int B, int T, int C) {
     const int64_t BT = int64_t{B} * T;
     const int n = m_pool.threads();
+    if (n == 1) {
+        layernormBackwardAll(dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
+        return;
+    }
     // Tasks [0, n) take row ranges of dinp, tasks [n, 2n) channel ranges of dweight and dbias.
     m_pool.run(2 * n, [&](int task) {
         if (task < n) {

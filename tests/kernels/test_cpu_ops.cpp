@@ -390,6 +390,37 @@ class TestCpuOps : public QObject {
         QVERIFY(dweight[0] == dweight[1]);
         QVERIFY(dbias[0] == dbias[1]);
     }
+
+    // One thread takes the layernorm backward in one pass over the rows (dinp, dweight and
+    // dbias together), more threads split rows and channels: the same bits.
+    void layernormBackwardSplitKeepsBits_data() {
+        QTest::addColumn<int>("BT");
+        QTest::addColumn<int>("C");
+        QTest::newRow("small") << 1024 << 256;
+        QTest::newRow("odd") << 203 << 37;
+    }
+    void layernormBackwardSplitKeepsBits() {
+        QFETCH(int, BT);
+        QFETCH(int, C);
+        Floats inp = randomFloats(size_t(BT) * C, 111, 2.0f);
+        const Floats weight = randomFloats(C, 112), dout = randomFloats(size_t(BT) * C, 113);
+        Floats mean(BT), rstd(BT), out(size_t(BT) * C);
+        ReferenceOps().layernormForward(out.data(), mean.data(), rstd.data(), inp.data(),
+                                        weight.data(), weight.data(), 1, BT, C);
+        Floats dinp[2], dweight[2], dbias[2];
+        for (int threads : {1, 2}) {
+            CpuOps fast(threads);
+            const int i = threads - 1;
+            dinp[i] = randomFloats(size_t(BT) * C, 114);
+            dweight[i] = randomFloats(C, 115);
+            dbias[i] = randomFloats(C, 116);
+            fast.layernormBackward(dinp[i].data(), dweight[i].data(), dbias[i].data(), dout.data(),
+                                   inp.data(), weight.data(), mean.data(), rstd.data(), 1, BT, C);
+        }
+        QVERIFY(dinp[0] == dinp[1]);
+        QVERIFY(dweight[0] == dweight[1]);
+        QVERIFY(dbias[0] == dbias[1]);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestCpuOps)

@@ -27,8 +27,9 @@ namespace {
 
 // L=2 NH=2 C=8 T=5: every code path of the graph at a size finite differences can cover fully.
 const ModelConfig kTiny{2, 2, 8, 5};
-// Three layers: the backward pass's residual gradient alternates between two buffers, so the
-// third layer is the first to reuse one (GptBackend::GradientPlan).
+// Three layers: the backward pass reuses one layer's gradient scratch for every layer and adds
+// every layer's share into one residual gradient (GptBackend::GradientPlan); more than two layers
+// exercise both.
 const ModelConfig kThreeLayers{3, 2, 8, 5};
 
 std::unique_ptr<GptBackend> makeBackend(std::function<int64_t()> available = nullptr) {
