@@ -96,10 +96,12 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    "clock; front: a front end on a --db postgresql:// run (registration,\n"
                    "work, heartbeats, status; no uploads), any number of them\n"
                    "(docs/operations.md, \"Front ends\")")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, coord::CoordinatorRole>{{"all", coord::CoordinatorRole::All},
-                                                          {"front", coord::CoordinatorRole::Front}},
-            CLI::ignore_case))
+        ->transform(
+            CLI::CheckedTransformer(
+                std::map<std::string, coord::CoordinatorRole>{
+                    {"all", coord::CoordinatorRole::All}, {"front", coord::CoordinatorRole::Front}},
+                CLI::ignore_case)
+                .description(""))
         ->type_name("all|front");
     cli.add_option("--upload-base", cfg.uploadBase,
                    "with --role front: https://HOST:PORT of the aggregating process, where\n"
@@ -242,9 +244,9 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    throw app::badValue("--result-encoding expects fp16 or int8, found '" + v + "'");
                cfg.resultEncoding = *e;
            },
-           "what a new run's results carry: fp16, or int8 with a scale per 256 values\n"
-           "(about half the bytes up; workers of protocol 5 and later only); kept\n"
-           "with the run (default fp16)")
+           "what a new run's results carry: int8 with a scale per 256 values (half\n"
+           "the bytes up; workers of protocol 5 and later only), or fp16 (older workers\n"
+           "too); kept with the run (default int8)")
         ->type_name("fp16|int8");
     cli.add_option_function<std::string>(
            "--inner-lr",
@@ -327,6 +329,7 @@ int fail(const std::string& message) {
 
 int main(int argc, char** argv) {
     CoordinatorConfig cfg;
+    cfg.newRunResultEncoding = net::kEncodingInt8;
     cfg.stateDir = "tandem-coordinator";
     cfg.quorum = 1;  // --quorum auto
     cfg.quorumOfActiveWorkers = true;

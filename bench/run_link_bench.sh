@@ -16,11 +16,11 @@
 #
 # --bin: the folder with tandem-coordinator and tandem-worker (e.g. build/ci/app). A rate of 0
 # leaves that direction unshaped. Defaults: 10 Mbit/s up, 50 down, 1 worker, 4 units, tiny,
-# H = 50, B = 4, 1 thread, overlap and prefetch on, fp16 results and no weight deltas (the
-# coordinator's defaults), 2 warm-up units (link_report.py); a worker still running after
-# --time-limit (7200 s) fails the run. --keep-dir DIR keeps each worker's log
-# and ledger there (link_report.py can read them again). Interrupting it (Ctrl-C) removes what it
-# made.
+# H = 50, B = 4, 1 thread, overlap and prefetch on, fp16 results (as measured before int8 became
+# the coordinator's default) and no weight deltas, 2 warm-up units (link_report.py); a worker
+# still running after --time-limit (7200 s) fails the run. --keep-dir DIR keeps each worker's log
+# and ledger there (link_report.py can read them again). Interrupting it (Ctrl-C) removes what
+# it made.
 set -euo pipefail
 
 bin="" up=10 down=50 workers=1 units=4 model=tiny steps=50 batch=4 threads=1 overlap=on prefetch=on

@@ -162,7 +162,10 @@ int main(int argc, char** argv) {
     }
     // One round of all N results: fixed quorum N, no timeouts during the run; the Byzantine
     // gate's norm and direction bounds off (the payloads are all the same small pattern).
-    std::vector<std::string> args = {"--state-dir",
+    // The results it uploads are fp16 (tandem-coordinator's default is int8).
+    std::vector<std::string> args = {"--result-encoding",
+                                     "fp16",
+                                     "--state-dir",
                                      (dir / "state").string(),
                                      "--corpus",
                                      (dir / "corpus.txt").string(),

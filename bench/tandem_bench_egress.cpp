@@ -152,7 +152,10 @@ int main(int argc, char** argv) {
     }
     const int mirrorPort = withMirror ? testing::freeLoopbackPort() : 0;
     const std::string mirrorUrl = "https://127.0.0.1:" + std::to_string(mirrorPort);
-    std::vector<std::string> args = {"--state-dir",
+    // The results it uploads are fp16 (tandem-coordinator's default is int8).
+    std::vector<std::string> args = {"--result-encoding",
+                                     "fp16",
+                                     "--state-dir",
                                      (dir / "state").string(),
                                      "--corpus",
                                      (dir / "corpus.txt").string(),
@@ -299,7 +302,7 @@ int main(int argc, char** argv) {
                 // The worker engine's path (core/weight_rebuild.hpp), over this worker's client.
                 auto fetch = [&](const net::WeightDeltaRef& d,
                                  const fs::path& dest) -> Expected<int64_t> {
-                    auto got = worker.client->downloadWeightDelta(d, dest);
+                    auto got = worker.client->downloadWeightDelta(m, d, dest);
                     if (!got)
                         return makeError(got.error().message);
                     return got->bytesTransferred;

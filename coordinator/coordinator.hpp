@@ -83,9 +83,12 @@ struct CoordinatorConfig {
     // is not in the weights it gets starts from (1 - b) x those + b x the worker's own last end
     // point; 0: from the weights (docs/benchmarks.md, "Fair comparisons").
     float startBlend = 0.5f;
-    // A new run's result encoding (net::kEncodingFp16 or kEncodingInt8; none: fp16), stored
-    // with the run (run_setup.hpp); an existing run keeps its own.
+    // A new run's result encoding (net::kEncodingFp16 or kEncodingInt8), stored with the run
+    // (run_setup.hpp); an existing run keeps its own (another one given here is refused).
     std::optional<uint32_t> resultEncoding;
+    // A new run's encoding when resultEncoding is not given: tandem-coordinator's default is
+    // int8 (docs/benchmarks.md, "int8 results on the wire"); the library's stays fp16.
+    uint32_t newRunResultEncoding = net::kEncodingFp16;
     // The Byzantine gate (robust_gate.hpp, GateConfig says what each does).
     double maxNormRatio = 10.0;    // refused above this times the reference norm
     double clipNormRatio = 3.0;    // down-weighted above this times the reference; 0: never

@@ -52,7 +52,7 @@ Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg,
     s.lrWarmupSteps = cfg.lrWarmupSteps;
     s.lrDecaySteps = cfg.lrDecaySteps;
     s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
-    s.resultEncoding = cfg.resultEncoding.value_or(net::kEncodingFp16);
+    s.resultEncoding = cfg.resultEncoding.value_or(cfg.newRunResultEncoding);
     s.weightDeltas = cfg.weightDeltas;
     return s;
 }

@@ -96,7 +96,8 @@ class CoordinatorApi {
                                                        const TransferProgressFn& progress) = 0;
     // A version 5 manifest's weight delta (kernels/weight_delta_file.hpp) into destination,
     // from its URLs in the order and with the fallback of downloadWeights.
-    virtual ApiResult<DownloadOutcome> downloadWeightDelta(const net::WeightDeltaRef& delta,
+    virtual ApiResult<DownloadOutcome> downloadWeightDelta(const net::Manifest& manifest,
+                                                           const net::WeightDeltaRef& delta,
                                                            const std::filesystem::path& destination,
                                                            const TransferProgressFn& progress) = 0;
     // The bytes of tokens [dataOffset, dataOffset + dataLength) of the manifest's shard

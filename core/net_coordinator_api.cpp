@@ -108,9 +108,9 @@ ApiResult<DownloadOutcome> NetCoordinatorApi::downloadWeights(const net::Manifes
 }
 
 ApiResult<DownloadOutcome> NetCoordinatorApi::downloadWeightDelta(
-    const net::WeightDeltaRef& delta, const std::filesystem::path& dest,
-    const TransferProgressFn& progress) {
-    auto r = m_client->downloadWeightDelta(delta, dest, adapt(progress));
+    const net::Manifest& manifest, const net::WeightDeltaRef& delta,
+    const std::filesystem::path& dest, const TransferProgressFn& progress) {
+    auto r = m_client->downloadWeightDelta(manifest, delta, dest, adapt(progress));
     if (!r)
         return toApiFailure(r.error());
     return DownloadOutcome{r->bytesTransferred};

@@ -28,7 +28,8 @@ class NetCoordinatorApi final : public CoordinatorApi {
     ApiResult<DownloadOutcome> downloadWeights(const net::Manifest& manifest,
                                                const std::filesystem::path& destination,
                                                const TransferProgressFn& progress) override;
-    ApiResult<DownloadOutcome> downloadWeightDelta(const net::WeightDeltaRef& delta,
+    ApiResult<DownloadOutcome> downloadWeightDelta(const net::Manifest& manifest,
+                                                   const net::WeightDeltaRef& delta,
                                                    const std::filesystem::path& destination,
                                                    const TransferProgressFn& progress) override;
     ApiResult<DownloadOutcome> downloadData(const net::Manifest& manifest,

@@ -252,7 +252,7 @@ bool WorkFetcher::download(ActiveUnit& unit, FetchMode mode, const net::Manifest
             auto fetchDelta = [&](const net::WeightDeltaRef& d,
                                   const fs::path& dest) -> Expected<int64_t> {
                 const int64_t startMs = m_shared.now();
-                auto res = m_shared.deps.api->downloadWeightDelta(d, dest, progress);
+                auto res = m_shared.deps.api->downloadWeightDelta(m, d, dest, progress);
                 m_shared.checkCrash();
                 if (!res) {
                     m_shared.recordTransfer(Direction::Down, "weights",

@@ -131,6 +131,18 @@ HttpResult<void> CoordinatorClient::releaseWork(int64_t workUnitId) {
     return {};
 }
 
+namespace {
+
+// The server of the manifest's upload URL when it is an absolute https:// URL (a front end's
+// manifest: docs/protocol.md, "Upload a result"); empty for a path on the coordinator.
+std::string coordinatorOriginOf(const Manifest& manifest) {
+    if (manifest.uploadUrl.rfind("https://", 0) != 0)
+        return {};
+    return DownloadSources::serverOf(manifest.uploadUrl);
+}
+
+}  // namespace
+
 HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
     const Manifest& manifest, const std::filesystem::path& destination,
     const ProgressCallback& progress) {
@@ -140,6 +152,7 @@ HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
     req.expectedSha256 = manifest.weightsSha256;
     req.expectedBytes = manifest.weightsBytes > 0 ? manifest.weightsBytes : -1;
     req.progress = progress;
+    req.coordinatorOrigin = coordinatorOriginOf(manifest);
     if (!manifest.weightsUrls.empty())
         return downloadBlob(manifest.weightsUrls, std::move(req));
     return m_http->download(req);
@@ -155,15 +168,17 @@ HttpResult<DownloadResult> CoordinatorClient::downloadData(const Manifest& manif
     req.expectedBytes = manifest.dataByteLength();
     req.rangeStart = manifest.dataByteOffset();
     req.progress = progress;
+    req.coordinatorOrigin = coordinatorOriginOf(manifest);
     if (!manifest.dataUrls.empty())
         return downloadBlob(manifest.dataUrls, std::move(req));
     return m_http->download(req);
 }
 
 HttpResult<DownloadResult> CoordinatorClient::downloadWeightDelta(
-    const WeightDeltaRef& delta, const std::filesystem::path& destination,
+    const Manifest& manifest, const WeightDeltaRef& delta, const std::filesystem::path& destination,
     const ProgressCallback& progress) {
     DownloadRequest req;
+    req.coordinatorOrigin = coordinatorOriginOf(manifest);
     req.destination = destination;
     req.expectedSha256 = delta.sha256;
     req.expectedBytes = delta.bytes;

@@ -70,7 +70,10 @@ class CoordinatorClient {
                                             const std::filesystem::path& destination,
                                             const ProgressCallback& progress = {});
     // A version 5 manifest's weight delta (its blob URLs as above), checked by its SHA-256.
-    HttpResult<DownloadResult> downloadWeightDelta(const WeightDeltaRef& delta,
+    // Blob URLs on the server of the manifest's absolute upload URL (a front end's manifest names
+    // the aggregating process, docs/protocol.md) are trusted as the coordinator's own.
+    HttpResult<DownloadResult> downloadWeightDelta(const Manifest& manifest,
+                                                   const WeightDeltaRef& delta,
                                                    const std::filesystem::path& destination,
                                                    const ProgressCallback& progress = {});
 

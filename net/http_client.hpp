@@ -73,6 +73,10 @@ struct DownloadRequest {
     // never change, so a partial resumes from any URL that serves them); a URL on another host
     // than the coordinator's is trusted per mirrorConfig() (http_config.hpp).
     bool blob = false;
+    // "https://host:port" of another server the signed manifest names as the coordinator's (its
+    // upload URL's, when a front end sends uploads to the aggregating process): a blob there is
+    // trusted as the coordinator is (its pin or CA file), not as a mirror. Empty: none.
+    std::string coordinatorOrigin{};
     // Replaces the client's retry policy for this download (a mirror gets few tries before the
     // next URL is asked).
     std::optional<RetryPolicy> retry{};

@@ -94,7 +94,9 @@ HttpResult<DownloadResult> HttpClient::download(const DownloadRequest& request) 
                              "a ranged download needs its length (expectedBytes > 0)");
 
     // A mirror is another server: its own trust (a copy of the configuration for it alone).
-    const bool mirror = request.blob && !onCoordinator(m_config.baseUrl, *full);
+    const bool mirror =
+        request.blob && !onCoordinator(m_config.baseUrl, *full) &&
+        (request.coordinatorOrigin.empty() || !onCoordinator(request.coordinatorOrigin, *full));
     const HttpClientConfig mirrorCfg = mirror ? mirrorConfig(m_config) : HttpClientConfig{};
     const HttpClientConfig& cfg = mirror ? mirrorCfg : m_config;
 

@@ -175,7 +175,9 @@ class TestCoordinatorFrontEndProcesses : public QObject {
                 out << (i % 3 ? "alpha beta " : "gamma delta\n");
         }
         m_agg.stateDir = m_dir.path() + "/aggregator";
-        m_agg.args = {"--corpus",
+        m_agg.args = {"--result-encoding",
+                      "fp16",  // the results below are fp16
+                      "--corpus",
                       corpus,
                       "--db",
                       QString::fromStdString(m_url),

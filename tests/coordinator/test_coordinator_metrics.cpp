@@ -255,7 +255,8 @@ class TestCoordinatorMetrics : public QObject {
         QProcess p;
         p.start(TANDEM_COORDINATOR_BIN,
                 {"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--state-dir",
-                 dir.filePath("state"), "--corpus", corpus, "--model", "L=1,NH=2,C=16,T=16"});
+                 dir.filePath("state"), "--corpus", corpus, "--model", "L=1,NH=2,C=16,T=16",
+                 "--result-encoding", "fp16"});
         QVERIFY(p.waitForStarted());
         QByteArray out;
         int port = 0;

@@ -109,9 +109,9 @@ class TestCoordinatorRestart : public QObject {
         m_proc.setProgram(TANDEM_COORDINATOR_BIN);
         m_proc.setArguments(
             QStringList{"--listen", "127.0.0.1:0", "--state-dir", m_state, "--corpus", m_corpus,
-                        "--model", "L=1,NH=2,C=16,T=16", "--inner-steps", "4", "--batch", "2",
-                        "--quorum", "2", "--max-staleness", "1", "--threads", "1", "--http-threads",
-                        "4",
+                        "--model", "L=1,NH=2,C=16,T=16", "--result-encoding", "fp16",
+                        "--inner-steps", "4", "--batch", "2", "--quorum", "2", "--max-staleness",
+                        "1", "--threads", "1", "--http-threads", "4",
                         // Random deltas at exact weights: the oracle replays them without the gate.
                         "--min-cosine", "-1", "--clip-norm-ratio", "0", "--max-relative-norm", "0",
                         // Many twins, so that kills land between a held result and its twin's.

@@ -319,7 +319,7 @@ class FakeCoordinator final : public core::CoordinatorApi {
         return write(dest, w, p);
     }
     core::ApiResult<core::DownloadOutcome> downloadWeightDelta(
-        const net::WeightDeltaRef& ref, const std::filesystem::path& dest,
+        const net::Manifest&, const net::WeightDeltaRef& ref, const std::filesystem::path& dest,
         const core::TransferProgressFn& p) override {
         std::vector<uint8_t> bytes;
         {

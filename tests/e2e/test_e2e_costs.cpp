@@ -85,6 +85,10 @@ class TestE2eCosts : public QObject {
         in.sizing = {int64_t{status->batch} * status->seqLen, status->workUnitSeconds,
                      status->innerStepsMin, status->innerStepsMax};
         in.tokenBytes = status->tokenBytes;
+        // The run's result encoding, as the app passes it (ui/cost_text.cpp).
+        auto encoding = net::encodingFromName(status->resultEncoding);
+        QVERIFY2(encoding, status->resultEncoding.c_str());
+        in.resultEncoding = *encoding;
         in.tokensPerSecond = speed->tokensPerSecond;
         in.setupSeconds = speed->setupSeconds;
         in.downMbitPerSecond = link->downMbitPerSecond;

@@ -97,7 +97,8 @@ class TestNetCoordinatorClient : public QObject {
                              QString::fromStdString(m_state.string()), "--corpus",
                              QString::fromStdString(corpus.string()), "--model",
                              "L=2,NH=4,C=64,T=32", "--inner-steps", "8", "--batch", "4", "--quorum",
-                             "4", "--threads", "1", "--http-threads", "8"});
+                             "4", "--threads", "1", "--http-threads", "8", "--result-encoding",
+                             "fp16"});
         if (qEnvironmentVariableIsSet("TANDEM_TEST_VERBOSE"))
             m_proc.setProcessChannelMode(QProcess::ForwardedErrorChannel);
         m_proc.start();

@@ -5,7 +5,8 @@
 // mirror serving corrupted bytes. The worker's client takes a tandem-coordinator's signed
 // version 4 manifest (its own blob path, then the --mirror URLs), rejects the corrupted bytes
 // and falls back to the next URL, trusts mirrors by their own CA (never by the coordinator's
-// pin), and orders URLs by measured speed. Skipped, saying why, where nginx is not installed.
+// pin; the server a front end's manifest names for uploads is the coordinator's own and trusted
+// with it), and orders URLs by measured speed. Skipped, saying why, where nginx is not installed.
 #include "coordinator_client.hpp"
 #include "file_io.hpp"
 #include "nginx_process.hpp"
@@ -320,6 +321,42 @@ class TestNetMirrors : public QObject {
         QVERIFY2(
             direct.error().message.find("a mirror's certificate must chain") != std::string::npos,
             direct.error().message.c_str());
+    }
+
+    // A front end's manifest names the aggregating process, another server with the
+    // coordinator's TLS identity, in its absolute upload URL, and its blobs are there: the worker
+    // trusts that server with the coordinator's pin, not as a mirror. "localhost" reaches the
+    // coordinator here by another origin than the client's base URL (127.0.0.1).
+    void theUploadOriginIsTrustedAsTheCoordinator() {
+        Manifest m = m_manifest;
+        const std::string other = "https://localhost:" + std::to_string(m_port);
+        const std::string w = m.weightsUrls[0];
+        m.weightsUrls = {other + w};
+        m.dataUrls = {other + m.dataUrls[0]};
+        // Without it that server is a mirror, and no CA of the system's store signed its
+        // certificate.
+        auto asMirror = client(/*trustMirrors*/ false)->downloadWeights(m, path("weights-d.ckpt"));
+        QVERIFY(!asMirror);
+        QCOMPARE(asMirror.error().kind, HttpErrorKind::TlsUnknownCa);
+
+        m.uploadUrl = other + "/v1/results/" + std::to_string(m.workUnitId);
+        auto c = client(false);
+        auto weights = c->downloadWeights(m, path("weights-d.ckpt"));
+        QVERIFY2(weights.ok(), weights.ok() ? "" : weights.error().message.c_str());
+        QCOMPARE(weights->url, other + w);
+        QCOMPARE(sha256File(path("weights-d.ckpt"))->digest, m.weightsSha256);
+        auto data = c->downloadData(m, path("data-d.bin"));
+        QVERIFY2(data.ok(), data.ok() ? "" : data.error().message.c_str());
+        QCOMPARE(sha256File(path("data-d.bin"))->digest, m.dataSha256);
+        const WeightDeltaRef delta{m.baseVersion, m.weightsSha256, m.weightsBytes, {other + w}};
+        auto got = c->downloadWeightDelta(m, delta, path("delta-d.bin"));
+        QVERIFY2(got.ok(), got.ok() ? "" : got.error().message.c_str());
+
+        // The pin is lent to that server only: a mirror stays a mirror.
+        m.weightsUrls = {mirrorUrl(m_mirrorPort) + w};
+        auto mirror = client(false)->downloadWeights(m, path("weights-e.ckpt"));
+        QVERIFY(!mirror);
+        QCOMPARE(mirror.error().kind, HttpErrorKind::TlsUnknownCa);
     }
 
     // The signed manifest's order: untried servers first, in order; then the fastest; the
