@@ -31,6 +31,7 @@ class TestE2eFrontEnds : public QObject {
         const fs::path dir = tmp.path().toStdString();
 
         Coordinator agg;
+        fs::create_directories(dir / "aggregator");
         std::vector<std::string> args = {"--db",
                                          *url,
                                          "--model",
