@@ -88,8 +88,6 @@ class Ops {
 
     // out (N) = inp1 (N) + inp2 (N)
     virtual void residualForward(float* out, const float* inp1, const float* inp2, int64_t N) = 0;
-    // dinp1 (N), dinp2 (N), dout (N)
-    virtual void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) = 0;
 
     // probs (B,T,Vp): softmax over the first V of each row of logits (B,T,Vp), 0 in the padded
     // columns V..Vp-1 (those logits are ignored); losses (B,T) = -log probs[target];

@@ -458,15 +458,6 @@ void CpuOps::residualForward(float* out, const float* inp1, const float* inp2, i
     });
 }
 
-void CpuOps::residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) {
-    m_pool.parallelFor(N, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            dinp1[i] += dout[i];
-            dinp2[i] += dout[i];
-        }
-    });
-}
-
 void CpuOps::softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
                                         const int32_t* targets, int B, int T, int V, int Vp) {
     m_pool.parallelFor(int64_t{B} * T, std::max<int64_t>(1, kMinElementsPerTask / Vp),

@@ -58,7 +58,6 @@ class CpuOps final : public HostOps {
     void geluForward(float* out, const float* inp, int64_t N) override;
     void geluBackward(float* dinp, const float* inp, const float* dout, int64_t N) override;
     void residualForward(float* out, const float* inp1, const float* inp2, int64_t N) override;
-    void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) override;
     void softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
                                     const int32_t* targets, int B, int T, int V, int Vp) override;
     void crossEntropySoftmaxBackward(float* dlogits, const float* dlosses, const float* probs,

@@ -450,9 +450,6 @@ void ReferenceOps::geluBackward(float* dinp, const float* inp, const float* dout
 void ReferenceOps::residualForward(float* out, const float* inp1, const float* inp2, int64_t N) {
     reference::residualForward(out, inp1, inp2, N);
 }
-void ReferenceOps::residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) {
-    reference::residualBackward(dinp1, dinp2, dout, N);
-}
 void ReferenceOps::softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
                                               const int32_t* targets, int B, int T, int V, int Vp) {
     reference::softmaxCrossEntropyForward(losses, probs, logits, targets, B, T, V, Vp);

@@ -338,14 +338,6 @@ __global__ void residualForwardKernel(float* out, const float* inp1, const float
         out[i] = inp1[i] + inp2[i];
 }
 
-// dinp1 (N) += dout, dinp2 (N) += dout
-__global__ void residualBackwardKernel(float* dinp1, float* dinp2, const float* dout, int64_t n) {
-    for (int64_t i = globalThread(); i < n; i += gridThreads()) {
-        dinp1[i] += dout[i];
-        dinp2[i] += dout[i];
-    }
-}
-
 // One warp per row. losses (BT), probs (BT,Vp), logits (BT,Vp), targets (BT); the softmax is
 // over the first V columns, the padded ones get probability 0.
 __global__ void softmaxCrossEntropyForwardKernel(float* losses, float* probs, const float* logits,

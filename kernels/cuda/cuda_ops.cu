@@ -266,9 +266,6 @@ class CudaOps final : public Ops {
     void residualForward(float* out, const float* inp1, const float* inp2, int64_t N) override {
         TANDEM_LAUNCH(residualForwardKernel, blocksFor(N), dim3(kThreads), out, inp1, inp2, N);
     }
-    void residualBackward(float* dinp1, float* dinp2, const float* dout, int64_t N) override {
-        TANDEM_LAUNCH(residualBackwardKernel, blocksFor(N), dim3(kThreads), dinp1, dinp2, dout, N);
-    }
     void softmaxCrossEntropyForward(float* losses, float* probs, const float* logits,
                                     const int32_t* targets, int B, int T, int V, int Vp) override {
         const int64_t rows = int64_t{B} * T;
