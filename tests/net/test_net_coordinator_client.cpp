@@ -93,12 +93,16 @@ class TestNetCoordinatorClient : public QObject {
                 out << words[(i * 7 + i / 3) % 4];
         }
         m_proc.setProgram(TANDEM_COORDINATOR_BIN);
-        m_proc.setArguments({"--listen", "127.0.0.1:0", "--state-dir",
-                             QString::fromStdString(m_state.string()), "--corpus",
-                             QString::fromStdString(corpus.string()), "--model",
-                             "L=2,NH=4,C=64,T=32", "--inner-steps", "8", "--batch", "4", "--quorum",
-                             "4", "--threads", "1", "--http-threads", "8", "--result-encoding",
-                             "fp16"});
+        m_proc.setArguments({"--listen",          "127.0.0.1:0",
+                             "--state-dir",       QString::fromStdString(m_state.string()),
+                             "--corpus",          QString::fromStdString(corpus.string()),
+                             "--model",           "L=2,NH=4,C=64,T=32",
+                             "--inner-steps",     "8",
+                             "--batch",           "4",
+                             "--quorum",          "4",
+                             "--threads",         "1",
+                             "--http-threads",    "8",
+                             "--result-encoding", "fp16"});
         if (qEnvironmentVariableIsSet("TANDEM_TEST_VERBOSE"))
             m_proc.setProcessChannelMode(QProcess::ForwardedErrorChannel);
         m_proc.start();
