@@ -43,6 +43,12 @@ namespace tandem::coord {
 
 namespace fs = std::filesystem;
 
+// The train data a run's row names (runs.train_bytes, train_sha256).
+struct StoredTrainData {
+    int64_t bytes = 0;
+    std::string sha256;
+};
+
 struct EvalJob {
     int64_t round = 0;
     std::vector<float> weights;  // (P) the version the round produced
@@ -169,6 +175,10 @@ struct Coordinator::Impl {
     // ---- run set-up (run_setup.cpp)
 
     Status restore();  // creates the run on first start
+    // The stored run's row: runId, run, P and version set from it, and where its train data is;
+    // whenMissing: the error when the database holds no run.
+    Expected<StoredTrainData> readRunRow(const std::string& whenMissing);
+    Expected<RunData> openTrainData(const StoredTrainData& stored);
     Status createRun();
     Expected<int64_t> insertRun(const RunSettings& settings, int64_t trainCount,
                                 const std::string& trainSha, std::span<const ShardRow> rows);

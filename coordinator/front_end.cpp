@@ -84,27 +84,15 @@ Status Coordinator::Impl::recordVersionFiles() {
 
 Status Coordinator::Impl::restoreFront() {
     std::lock_guard lock(mu);
-    auto q = db.prepare(
-        "SELECT id, config_json, train_bytes, train_sha256 FROM runs ORDER BY id LIMIT 1");
-    if (!q)
-        return q.error();
-    if (!q->step())
-        return makeError(
-            "the database holds no run yet: start the aggregating process (--role all) first; a "
-            "front end never creates a run");
-    runId = q->integer(0);
-    auto settings = runSettingsFromJson(q->text(1));
-    if (!settings)
-        return settings.error();
-    run = *settings;
-    P = run.model.parameterCount();
-    const int64_t trainBytes = q->integer(2);
-    const std::string trainSha = q->text(3);
+    auto stored = readRunRow(
+        "the database holds no run yet: start the aggregating process (--role all) first; a "
+        "front end never creates a run");
+    if (!stored)
+        return stored.error();
     // The manifests name a unit's data by its SHA-256, so a front end reads the run's train
     // data: data/ copied from the aggregating process's state directory (or, for llm.c shards
     // given by path, the same paths on this machine).
-    auto opened = run.dataKind == kDataBytes ? RunData::openBytes(dirs, trainBytes, trainSha)
-                                             : openTokenData(trainSha);
+    auto opened = openTrainData(*stored);
     if (!opened)
         return makeError(opened.error().message +
                          " (a front end needs the run's data: copy data/ from the aggregating "

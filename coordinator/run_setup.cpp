@@ -232,6 +232,28 @@ Expected<int64_t> Coordinator::Impl::insertRun(const RunSettings& settings, int6
     return id;
 }
 
+Expected<StoredTrainData> Coordinator::Impl::readRunRow(const std::string& whenMissing) {
+    auto q = db.prepare(
+        "SELECT id, config_json, version, train_bytes, train_sha256 FROM runs ORDER BY id LIMIT 1");
+    if (!q)
+        return q.error();
+    if (!q->step())
+        return makeError(whenMissing);
+    runId = q->integer(0);
+    auto settings = runSettingsFromJson(q->text(1));
+    if (!settings)
+        return settings.error();
+    run = *settings;
+    P = run.model.parameterCount();
+    version = q->integer(2);
+    return StoredTrainData{q->integer(3), q->text(4)};
+}
+
+Expected<RunData> Coordinator::Impl::openTrainData(const StoredTrainData& stored) {
+    return run.dataKind == kDataBytes ? RunData::openBytes(dirs, stored.bytes, stored.sha256)
+                                      : openTokenData(stored.sha256);
+}
+
 Status Coordinator::Impl::restore() {
     std::lock_guard lock(mu);
     {
@@ -244,21 +266,9 @@ Status Coordinator::Impl::restore() {
                 return st;
         }
     }
-    auto q = db.prepare(
-        "SELECT id, config_json, version, train_bytes, train_sha256 FROM runs ORDER BY id LIMIT 1");
-    if (!q)
-        return q.error();
-    if (!q->step())
-        return makeError("database: the run vanished");
-    runId = q->integer(0);
-    auto settings = runSettingsFromJson(q->text(1));
-    if (!settings)
-        return settings.error();
-    run = *settings;
-    P = run.model.parameterCount();
-    version = q->integer(2);
-    const int64_t trainBytes = q->integer(3);
-    const std::string trainSha = q->text(4);
+    auto stored = readRunRow("database: the run vanished");
+    if (!stored)
+        return stored.error();
 
     auto given = ModelConfig::parse(cfg.model);
     if (given && run.dataKind == kDataSentencePiece)
@@ -273,8 +283,7 @@ Status Coordinator::Impl::restore() {
             net::encodingName(run.resultEncoding) + " results; --result-encoding " +
             net::encodingName(*cfg.resultEncoding) + " applies to new state directories only");
 
-    auto opened = run.dataKind == kDataBytes ? RunData::openBytes(dirs, trainBytes, trainSha)
-                                             : openTokenData(trainSha);
+    auto opened = openTrainData(*stored);
     if (!opened)
         return opened.error();
     data = std::move(*opened);
