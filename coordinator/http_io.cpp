@@ -11,7 +11,9 @@
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -191,10 +193,22 @@ void serveFile(const httplib::Request& req, httplib::Response& res, const Served
         return;
     }
     int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        // Removed since it was looked up (a version that is no longer kept): gone, as if the
+        // request had come a moment later, not a server fault.
+        sendJson(res, 404,
+                 net::ApiError{"no_longer_kept",
+                               file.path.filename().string() +
+                                   " was removed (no kept version needs it any more); ask for "
+                                   "new work for a current manifest"}
+                     .toJson());
+        return;
+    }
     if (fd < 0) {
-        sendJson(
-            res, 500,
-            net::ApiError{"internal", "cannot open " + file.path.filename().string()}.toJson());
+        sendJson(res, 500,
+                 net::ApiError{"internal", "cannot open " + file.path.filename().string() + ": " +
+                                               std::strerror(errno)}
+                     .toJson());
         return;
     }
     auto holder = std::shared_ptr<int>(new int(fd), [](int* p) {

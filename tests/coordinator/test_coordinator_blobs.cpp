@@ -10,6 +10,9 @@
 
 #include "blob_store.hpp"
 #include "file_io.hpp"
+#include "http_io.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <QtTest>
 
@@ -159,6 +162,23 @@ class TestCoordinatorBlobs : public QObject {
         QVERIFY(fs::exists(blob));
         QCOMPARE(net::sha256File(blob)->digest, m.weightsSha256);
         QCOMPARE(blobCount(f.t().stateDir()), size_t{2});
+    }
+
+    // A blob (or a version's weights) removed between its lookup and the read, as a round
+    // close that drops the oldest kept version can do: 404 no_longer_kept, which a worker takes
+    // as any missing file (the next URL, or new work), not a 500.
+    void aFileRemovedAfterItsLookupIsGone() {
+        QTemporaryDir dir;
+        const fs::path path = fs::path(dir.path().toStdString()) / "removed";
+        const coord::ServedFile gone{path, 10, net::sha256(std::string_view("0123456789"))};
+        httplib::Request req;
+        req.method = "GET";
+        httplib::Response res;
+        coord::serveFile(req, res, gone);
+        QCOMPARE(res.status, 404);
+        QCOMPARE(QString::fromStdString(
+                     nlohmann::json::parse(res.body)["error"]["code"].get<std::string>()),
+                 QStringLiteral("no_longer_kept"));
     }
 
     // Rounds move on: the blobs of versions beyond the staleness bound go, the kept ones and
