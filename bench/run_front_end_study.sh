@@ -9,7 +9,9 @@
 # per request is that of the coordinator processes and nginx (not PostgreSQL's).
 #
 # usage: run_front_end_study.sh BUILD OUT [REPEATS=3] [WORKERS=600] [SECONDS=10]
-# OUT gets one JSON per measurement, each deployment's logs and summary.md.
+# OUT gets one JSON per measurement, each deployment's logs and summary.md. MODES="nginx" (or
+# any of the three) measures only those; NGINX_CONF=FILE renders another server block (a variant
+# of the shipped one) in their place.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -99,7 +101,8 @@ measure() {
         -e "s|@FRONT_END_1@|127.0.0.1:${fronts[0]}|; s|@FRONT_END_2@|127.0.0.1:${fronts[1]}|" \
         -e "s|@AGGREGATOR@|127.0.0.1:$agg|; s|@UPSTREAM_NAME@|localhost|" \
         -e "s|@UPSTREAM_CA@|$tls/cert.pem|; s|@REGISTER_RATE@|100000r/s|" \
-        "$root/installer/nginx/tandem-front-ends.conf"
+        -e "s|@REGISTER_BURST@|100000|" \
+        "${NGINX_CONF:-$root/installer/nginx/tandem-front-ends.conf}"
       echo "}"
     } >"$p/nginx.conf"
     "$nginx" -p "$p" -c "$p/nginx.conf" -e "$p/logs/error.log" -g "daemon off;" &
@@ -125,7 +128,7 @@ measure() {
 
 python3 -c 'import random; random.seed(1); print("".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4 << 20)))' >"$out/corpus.txt"
 for r in $(seq 1 "$repeats"); do
-  for mode in agg front nginx; do
+  for mode in ${MODES:-agg front nginx}; do
     measure "$mode" "$r"
   done
 done
@@ -138,7 +141,8 @@ names = {"agg": "aggregating process alone", "front": "one front end",
 print("| target | work requests/s min / median | heartbeats/s min / median | heartbeat p50 ms | "
       "CPU ms per heartbeat (processes) | load before (1 min) |")
 print("| --- | --- | --- | --- | --- | --- |")
-for mode in ("agg", "front", "nginx"):
+import os
+for mode in os.environ.get("MODES", "agg front nginx").split():
     runs = [json.load(open(f"{out}/{mode}-{r}.json")) for r in range(1, repeats + 1)]
     w = [j["work_requests_per_s"] for j in runs]
     h = [j["heartbeats_per_s"] for j in runs]

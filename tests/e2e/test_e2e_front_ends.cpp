@@ -237,7 +237,8 @@ class TestE2eFrontEnds : public QObject {
                                                 {"AGGREGATOR", local(agg)},
                                                 {"UPSTREAM_NAME", "localhost"},
                                                 {"UPSTREAM_CA", tls + "/cert.pem"},
-                                                {"REGISTER_RATE", "60r/m"}});
+                                                {"REGISTER_RATE", "60r/m"},
+                                                {"REGISTER_BURST", "10"}});
         QVERIFY2(block.ok(), block.ok() ? "" : block.error().message.c_str());
         testing::NginxProcess lb(*nginx, dir / "nginx", *block, port);
         const Status started = lb.start();
@@ -270,6 +271,25 @@ class TestE2eFrontEnds : public QObject {
         checkDatabase(agg, *url, accepted);
         if (QTest::currentTestFailed())
             return;
+
+        // Registrations are limited per client address by nginx (the processes see only nginx's):
+        // 10 at once, then 1 a second; the refusal in the coordinator's shape, with Retry-After.
+        int refused = 0;
+        for (int i = 0; i < 15 && refused == 0; ++i) {
+            QProcess curl;
+            curl.start("curl",
+                       {"-sk", "-D", "-", "-X", "POST", "-H", "Content-Type: application/json",
+                        "-d", "{}", QString::fromStdString(publicUrl + "/v1/clients")});
+            QVERIFY(curl.waitForFinished(30000));
+            const std::string answer = curl.readAllStandardOutput().toStdString();
+            if (answer.find(" 429") == std::string::npos)
+                continue;
+            ++refused;
+            QVERIFY2(answer.find("Retry-After: 60") != std::string::npos &&
+                         answer.find("\"too_many_registrations\"") != std::string::npos,
+                     answer.c_str());
+        }
+        QCOMPARE(refused, 1);
 
         // nginx's access log: which process answered what.
         const std::string text = lb.accessLog();
