@@ -20,6 +20,7 @@
 
 #include "../tools/postgres_cluster.hpp"
 #include "file_io.hpp"
+#include "http_client.hpp"
 #include "nginx_process.hpp"
 #include "state_store.hpp"
 #include "unit_end.hpp"
@@ -274,20 +275,22 @@ class TestE2eFrontEnds : public QObject {
 
         // Registrations are limited per client address by nginx (the processes see only nginx's):
         // 10 at once, then 1 a second; the refusal in the coordinator's shape, with Retry-After.
+        net::HttpClientConfig config;
+        config.baseUrl = publicUrl;
+        config.pinnedPublicKey = agg.pin;
+        config.proxy = "direct";
+        auto http = net::HttpClient::create(config);
+        QVERIFY(http.ok());
         int refused = 0;
         for (int i = 0; i < 15 && refused == 0; ++i) {
-            QProcess curl;
-            curl.start("curl",
-                       {"-sk", "-D", "-", "-X", "POST", "-H", "Content-Type: application/json",
-                        "-d", "{}", QString::fromStdString(publicUrl + "/v1/clients")});
-            QVERIFY(curl.waitForFinished(30000));
-            const std::string answer = curl.readAllStandardOutput().toStdString();
-            if (answer.find(" 429") == std::string::npos)
+            auto answer =
+                (*http)->requestJson("POST", "/v1/clients", "{}", {}, net::RetryPolicy::none());
+            QVERIFY(!answer.ok());  // 400 from a front end, or nginx's 429
+            if (answer.error().httpStatus != 429)
                 continue;
             ++refused;
-            QVERIFY2(answer.find("Retry-After: 60") != std::string::npos &&
-                         answer.find("\"too_many_registrations\"") != std::string::npos,
-                     answer.c_str());
+            QCOMPARE(answer.error().apiCode, std::string("too_many_registrations"));
+            QVERIFY(answer.error().retryAfter == std::chrono::milliseconds(60000));
         }
         QCOMPARE(refused, 1);
 
