@@ -71,7 +71,7 @@ namespace {
 
 // One keep-alive HTTPS connection that verifies the coordinator's certificate.
 std::unique_ptr<httplib::SSLClient> connect(const LoadSettings& s) {
-    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", s.port);
+    auto c = std::make_unique<httplib::SSLClient>(s.host, s.port);
     c->set_ca_cert_path(s.caCert.c_str());
     c->enable_server_certificate_verification(true);
     c->set_keep_alive(true);

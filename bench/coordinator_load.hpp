@@ -15,8 +15,9 @@
 namespace tandem::bench {
 
 struct LoadSettings {
+    std::string host = "127.0.0.1";
     int port = 0;
-    std::filesystem::path caCert;  // the coordinator's self-signed certificate
+    std::filesystem::path caCert;  // the coordinator's self-signed certificate, or its CA
     int workers = 100;
     int clientThreads = 16;           // connections for registration, work requests and heartbeats
     int uploaders = 8;                // connections uploading at once

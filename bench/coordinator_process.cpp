@@ -95,8 +95,12 @@ CoordinatorProcess::~CoordinatorProcess() {
 }
 
 ProcessFigures CoordinatorProcess::figures() const {
+    return processFigures(m_pid);
+}
+
+ProcessFigures processFigures(pid_t pid) {
     ProcessFigures f;
-    const std::string dir = "/proc/" + std::to_string(m_pid);
+    const std::string dir = "/proc/" + std::to_string(pid);
     std::string status, stat;
     std::ifstream statusFile(dir + "/status");
     std::getline(statusFile, status, '\0');

@@ -47,6 +47,10 @@ class CoordinatorProcess {
     int m_port = 0, m_metricsPort = 0;
 };
 
+// The figures of any process (zeros when it is gone): a deployment's processes, measured from
+// outside (tandem-bench-coordinator --target ... --pids).
+ProcessFigures processFigures(pid_t pid);
+
 // The value of an unlabelled sample `name` in Prometheus text; NaN when absent.
 double metricValue(const std::string& text, const std::string& name);
 

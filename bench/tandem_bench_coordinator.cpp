@@ -4,7 +4,10 @@
 // would), against a tandem-coordinator it starts as a child process (coordinator_process.hpp:
 // the coordinator's memory and CPU time are then its own, and any build of it can be measured).
 // Prints a table and writes JSON: requests per second of each kind, latencies, the
-// coordinator's CPU time per request, its peak RSS and the round close time.
+// coordinator's CPU time per request, its peak RSS and the round close time. With --target it
+// drives a deployment that is already running instead (nginx over front ends, one front end, an
+// aggregating process): registration, work requests and heartbeats only, and the CPU time of the
+// processes given with --pids.
 #include "coordinator_load.hpp"
 #include "coordinator_process.hpp"
 #include "cpu_model.hpp"
@@ -21,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -52,6 +56,11 @@ const char* kUsage =
     "                       (fresh and empty; default: SQLite in the state directory)\n"
     "  --coordinator PATH   the tandem-coordinator to run (default: this build's)\n"
     "  --dir DIR            parent of the state directory (default: a fresh one under /tmp)\n"
+    "  --target URL         drive a running deployment at https://HOST:PORT instead: no\n"
+    "                       coordinator of its own, no uploads (they would change its run)\n"
+    "  --ca-file FILE       with --target: the CA (PEM) that verifies it (a self-signed run:\n"
+    "                       the aggregating process's <state-dir>/tls/cert.pem)\n"
+    "  --pids P,P,...       with --target: processes whose CPU time is counted per request\n"
     "  --help               this text\n";
 
 std::string loadAverage() {
@@ -81,6 +90,85 @@ void printRow(const char* what, const PhaseResult& r, double cpuSeconds) {
                 r.done > 0 ? 1000 * cpuSeconds / static_cast<double>(r.done) : 0.0);
 }
 
+// --target: an existing deployment. Registration, work requests and heartbeats through the one
+// URL; the CPU time per request is that of the --pids (front ends, nginx, the aggregating process).
+struct TargetOptions {
+    std::string url;
+    fs::path caFile;
+    std::vector<pid_t> pids;
+    int workers = 0, clientThreads = 0;
+    double seconds = 0;
+    std::string jsonPath;
+};
+
+double cpuSecondsOf(const std::vector<pid_t>& pids) {
+    double s = 0;
+    for (pid_t p : pids)
+        s += processFigures(p).cpuSeconds;
+    return s;
+}
+
+int runAgainstTarget(const TargetOptions& o) {
+    const std::string loadBefore = loadAverage();
+    LoadSettings settings;
+    const std::string hostPort = o.url.substr(8);
+    const auto colon = hostPort.rfind(':');
+    settings.host = hostPort.substr(0, colon);
+    settings.port = std::atoi(hostPort.c_str() + colon + 1);
+    settings.caCert = o.caFile;
+    settings.workers = o.workers;
+    settings.clientThreads = std::min(o.clientThreads, o.workers);
+    Load load(settings);
+    std::printf("tandem-bench-coordinator: %s, %u hardware threads, load %s\n",
+                bench::cpuModel().c_str(), std::thread::hardware_concurrency(), loadBefore.c_str());
+    std::printf("target %s, %d workers, %d client threads, CPU of %zu process(es)\n", o.url.c_str(),
+                o.workers, settings.clientThreads, o.pids.size());
+    std::printf("%-14s %8s %6s %8s %12s %9s %9s %11s\n", "phase", "done", "errors", "seconds",
+                "per second", "p50 ms", "p99 ms", "pids ms/req");
+    nlohmann::json phases;
+    auto phase = [&](const char* name, auto&& run) {
+        const double cpu0 = cpuSecondsOf(o.pids);
+        const PhaseResult r = run();
+        const double cpu = cpuSecondsOf(o.pids) - cpu0;
+        printRow(name, r, cpu);
+        std::fflush(stdout);
+        phases[name] = phaseJson(r, cpu);
+        return r;
+    };
+    const auto registered = phase("register", [&] { return load.registerAll(); });
+    const auto work = phase("work", [&] { return load.requestWork(); });
+    const auto beats = phase("heartbeat", [&] { return load.heartbeats(o.seconds); });
+    const std::string loadAfter = loadAverage();
+    std::printf("load %s\n", loadAfter.c_str());
+    for (const auto& e : load.errorSamples())
+        std::printf("error: %s\n", e.c_str());
+    const int64_t errors = registered.errors + work.errors + beats.errors;
+    if (!o.jsonPath.empty()) {
+        nlohmann::json j = {{"benchmark", "coordinator"},
+                            {"target", o.url},
+                            {"cpu", bench::cpuModel()},
+                            {"hardware_threads", std::thread::hardware_concurrency()},
+                            {"load_average_before", loadBefore},
+                            {"load_average_after", loadAfter},
+                            {"workers", o.workers},
+                            {"seconds", o.seconds},
+                            {"client_threads", settings.clientThreads},
+                            {"pids", o.pids},
+                            {"registrations_per_s", registered.perSecond()},
+                            {"work_requests_per_s", work.perSecond()},
+                            {"heartbeats_per_s", beats.perSecond()},
+                            {"errors", errors},
+                            {"phases", phases}};
+        std::ofstream(o.jsonPath) << j.dump(2) << "\n";
+    }
+    if (errors > 0) {
+        std::fprintf(stderr, "tandem-bench-coordinator: %lld errors\n",
+                     static_cast<long long>(errors));
+        return 1;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +176,7 @@ int main(int argc, char** argv) {
     std::string replicateFraction;  // empty: the coordinator's default
     double seconds = 10, uploadRate = 0;
     std::string model = "tiny", jsonPath, databaseUrl;
+    TargetOptions target;
     fs::path coordinator = TANDEM_COORDINATOR_BIN, parent = fs::temp_directory_path();
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -138,6 +227,21 @@ int main(int argc, char** argv) {
             coordinator = next();
         } else if (a == "--dir") {
             parent = next();
+        } else if (a == "--target") {
+            target.url = next();
+            const auto colon = target.url.rfind(':');
+            if (target.url.rfind("https://", 0) != 0 || colon < 8 ||
+                std::atoi(target.url.c_str() + colon + 1) <= 0) {
+                std::fprintf(stderr, "--target expects https://HOST:PORT, found '%s'\n",
+                             target.url.c_str());
+                return 2;
+            }
+        } else if (a == "--ca-file") {
+            target.caFile = next();
+        } else if (a == "--pids") {
+            std::istringstream list(next());
+            for (std::string pid; std::getline(list, pid, ',');)
+                target.pids.push_back(static_cast<pid_t>(std::atoi(pid.c_str())));
         } else {
             std::fprintf(stderr, "unknown option %s\n%s", a.c_str(), kUsage);
             return 2;
@@ -146,6 +250,17 @@ int main(int argc, char** argv) {
     if (maxUploads == 0)
         maxUploads = uploaders;
     std::signal(SIGPIPE, SIG_IGN);
+    if (!target.url.empty()) {
+        if (target.caFile.empty()) {
+            std::fprintf(stderr, "--target needs --ca-file\n%s", kUsage);
+            return 2;
+        }
+        target.workers = workers;
+        target.clientThreads = clientThreads;
+        target.seconds = seconds;
+        target.jsonPath = jsonPath;
+        return runAgainstTarget(target);
+    }
     const std::string loadBefore = loadAverage();
 
     // A fresh run: random letters, far more than one round of N units reads.

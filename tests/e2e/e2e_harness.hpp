@@ -166,11 +166,17 @@ class Worker {
 
     void start(const Coordinator& c, const fs::path& dir, const std::string& name,
                const std::vector<std::string>& extra, const std::string& killAt = {}) {
+        start(c.url(), c.pin, dir, name, extra, killAt);
+    }
+    // Joined through another address (a load balancer) with the coordinator's pin.
+    void start(const std::string& url, const std::string& pin, const fs::path& dir,
+               const std::string& name, const std::vector<std::string>& extra,
+               const std::string& killAt = {}) {
         dataDir = dir / name;
         log = dir / (name + ".log");
         std::vector<std::string> args = {
-            "--coordinator", c.url(), "--pin",     c.pin, "--data-dir", dataDir.string(),
-            "--device",      "cpu",   "--threads", "1",   "--name",     name};
+            "--coordinator", url,   "--pin",     pin, "--data-dir", dataDir.string(),
+            "--device",      "cpu", "--threads", "1", "--name",     name};
         args.insert(args.end(), extra.begin(), extra.end());
         process.setStandardErrorFile(QString::fromStdString(log.string()), QIODevice::Append);
         process.setStandardOutputFile(QProcess::nullDevice());

@@ -139,8 +139,12 @@ Status NginxProcess::start() {
         conf += "user root;\n";
     conf += "worker_processes 1;\npid " + p + "/nginx.pid;\nerror_log " + p +
             "/logs/error.log info;\nevents { worker_connections 256; }\nhttp {\n"
+            // Which process answered each request, and what it answered (a retry on another
+            // upstream shows as two, comma-separated): what a test of a balancer reads.
+            "    log_format tandem_test '$remote_addr \"$request\" status=$status "
+            "upstream=\"$upstream_addr\" upstream_status=\"$upstream_status\"';\n"
             "    access_log " +
-            p + "/logs/access.log;\n    client_body_temp_path " + p +
+            p + "/logs/access.log tandem_test;\n    client_body_temp_path " + p +
             "/tmp/body;\n    proxy_temp_path " + p + "/tmp/proxy;\n    fastcgi_temp_path " + p +
             "/tmp/fastcgi;\n    uwsgi_temp_path " + p + "/tmp/uwsgi;\n    scgi_temp_path " + p +
             "/tmp/scgi;\n" + m_serverBlock + "\n}\n";
@@ -197,6 +201,11 @@ void NginxProcess::stop() {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     m_pid = -1;
+}
+
+std::string NginxProcess::accessLog() const {
+    auto bytes = readFile(m_prefix / "logs" / "access.log");
+    return bytes ? std::string(bytes->begin(), bytes->end()) : std::string();
 }
 
 std::string NginxProcess::errorLog() const {

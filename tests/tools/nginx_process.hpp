@@ -41,6 +41,9 @@ class NginxProcess {
     int port() const { return m_port; }
     // The error log, for a failing test's message.
     std::string errorLog() const;
+    // The access log, one line per request: `ADDR "REQUEST" status=N upstream="HOST:PORT[, ...]"
+    // upstream_status="N[, ...]"` (several upstreams when nginx tried the next one).
+    std::string accessLog() const;
 
   private:
     std::filesystem::path m_nginx, m_prefix;
