@@ -67,7 +67,13 @@ const char* kUsage =
     "from its own end point, as in DiLoCo), tokw (a round's mean divides by the weight of\n"
     "every upload due, so lost ones count as zero), wdint8 and wdfp16 (the coordinator's\n"
     "--weight-deltas: each version moves by the quantized outer update, with error\n"
-    "feedback). Any arm, sync too: lr<X> (peak inner lr,\n"
+    "feedback), stream<F> (Streaming DiLoCo, arXiv 2501.18512: F fragments of the\n"
+    "parameters, fragment p has its own outer step every H steps at offset p x H / F, the\n"
+    "first after H + p x H / F steps, all of them once more at the end; its new global\n"
+    "fragment reaches the workers tau<S> steps later (default H / F rounded) and is merged\n"
+    "as A x local + (1 - A) x global (mix<A>, default 0.5; 0 replaces); alone, or with\n"
+    "fp16/int8, cst, olr, mom and the options of any arm). Any arm, sync too: lr<X> (peak inner "
+    "lr,\n"
     "e.g. lr0.006), m<K> (workers), b<B> (sequences per worker step), s<N> (steps per\n"
     "worker). 'vs sync' compares with the best sync arm that trained the same number of tokens\n"
     "in all.\n"
@@ -96,7 +102,7 @@ Expected<Arm> parseArm(const std::string& text) {
             "arm '" + text + "': " + why +
             "; expected sync[-lr<X>][-m<K>][-b<B>][-s<N>] or h<H>[-fp32|-fp16|-int8][-drop<P>]"
             "[-stale<S>][-pipe][-raw|-reb<X>|-sreb<X>][-eager<X>][-nest<C>][-look|-pred][-shift<F>]"
-            "[-keep][-tokw][-wus][-cst][-olr<X>]"
+            "[-keep][-tokw][-wus][-cst][-stream<F>[-tau<S>][-mix<A>]][-olr<X>]"
             "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate][-wdint8|-wdfp16]"
             " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
@@ -134,6 +140,7 @@ Expected<Arm> parseArm(const std::string& text) {
         !number(parts[0].substr(1), &value) || value < 1 || value != std::floor(value))
         return bad("it does not start with h<H>");
     arm.H = static_cast<int>(value);
+    bool mixSet = false;
     for (size_t i = 1; i < parts.size(); ++i) {
         const std::string& p = parts[i];
         if (common(p)) {
@@ -150,6 +157,16 @@ Expected<Arm> parseArm(const std::string& text) {
         } else if (p.rfind("shift", 0) == 0 && number(p.substr(5), &value) && value > 0 &&
                    value <= 1) {
             arm.shiftFraction = static_cast<float>(value);
+        } else if (p.rfind("stream", 0) == 0 && number(p.substr(6), &value) && value >= 1 &&
+                   value <= 256 && value == std::floor(value)) {
+            arm.streamFragments = static_cast<int>(value);
+        } else if (p.rfind("tau", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
+                   value == std::floor(value)) {
+            arm.streamTau = static_cast<int>(value);
+        } else if (p.rfind("mix", 0) == 0 && number(p.substr(3), &value) && value >= 0 &&
+                   value <= 1) {
+            arm.streamMix = static_cast<float>(value);
+            mixSet = true;
         } else if (p == "pred") {
             arm.predictStart = true;
         } else if (p == "look") {
@@ -196,6 +213,28 @@ Expected<Arm> parseArm(const std::string& text) {
         } else {
             return bad("unknown part '" + p + "'");
         }
+    }
+    if (arm.streamFragments == 0 && (arm.streamTau || mixSet))
+        return bad("tau<S> and mix<A> are options of stream<F>");
+    if (arm.streamFragments > 0) {
+        if (arm.dropRate > 0 || arm.staleness > 0 || arm.pipelined || arm.rebaseFraction != 1.0f ||
+            arm.startBlend > 0 || arm.momentumLookahead > 0 || arm.lookahead || arm.predictStart ||
+            arm.shiftFraction > 0 || arm.keepOnDrop || arm.dueWeight || arm.roundSchedule ||
+            arm.attack != Attack::None || arm.gate != GateRule::None ||
+            arm.weightDeltas != WeightDeltaCodec::Off)
+            return bad(
+                "stream<F> overlaps by its own schedule (every fragment on time, merged tau "
+                "steps later): it takes none of drop, stale, pipe, raw/reb/sreb, eager, nest, "
+                "look, pred, shift, keep, tokw, wus, byz, gate or wd");
+        if (arm.streamFragments > arm.H)
+            return bad("stream<F> needs F <= H: fragments sync at distinct steps p x H / F");
+        if (!arm.streamTau)
+            arm.streamTau =
+                static_cast<int>(std::lround(static_cast<double>(arm.H) / arm.streamFragments));
+        if (*arm.streamTau > arm.H)
+            return bad(
+                "tau<S> must be at most H: a fragment's new global arrives before its "
+                "next sync");
     }
     if ((arm.attack != Attack::None || arm.gate != GateRule::None) &&
         (arm.pipelined || arm.staleness > 0))

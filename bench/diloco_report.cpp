@@ -112,8 +112,8 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             "\"emptyRounds\": %d, \"droppedUploads\": %d, \"staleResults\": %d, "
             "\"gateRefused\": %d, \"gateDownWeighted\": %d, "
             "\"agreementMean\": %.4f, \"agreementLast\": %.4f, \"maxRise\": %.6g, "
-            "\"finalLoss\": %.6f, \"lastTrainLoss\": %.6f, \"wallSeconds\": %.2f,\n"
-            "     \"curve\": [",
+            "\"finalLoss\": %.6f, \"finalLossHex\": \"%a\", \"lastTrainLoss\": %.6f, "
+            "\"wallSeconds\": %.2f,\n     ",
             bench::jsonEscape(r.configName).c_str(), r.config.describe().c_str(),
             bench::jsonEscape(r.arm).c_str(), r.seed, r.sync ? "true" : "false", r.H,
             r.sync ? "fp32" : encodingName(r.encoding), r.dropRate, r.staleness, r.workers, r.batch,
@@ -121,9 +121,27 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             static_cast<long long>(r.tokensPerWorker), static_cast<long long>(r.tokensTotal),
             r.bytesPerWorker, r.bytesPerWorker / static_cast<double>(r.tokensPerWorker), r.rounds,
             r.emptyRounds, r.droppedUploads, r.staleResults, r.gateRefused, r.gateDownWeighted,
-            r.agreementMean, r.agreementLast, r.maxRise, r.finalLoss, r.lastTrainLoss,
+            r.agreementMean, r.agreementLast, r.maxRise, r.finalLoss, r.finalLoss, r.lastTrainLoss,
             r.wallSeconds);
         file << buf;
+        if (r.stream.fragments > 0) {
+            // Streaming arms: the schedule's first syncs (step, fragment) and the merge check.
+            std::snprintf(buf, sizeof buf,
+                          "\"stream\": {\"fragments\": %d, \"tau\": %d, \"mix\": %g, "
+                          "\"syncs\": %lld, \"merges\": %lld, \"mergeChangedInside\": %lld, "
+                          "\"mergeChangedOutside\": %lld, \"firstSyncs\": [",
+                          r.stream.fragments, r.stream.tau, static_cast<double>(r.stream.mix),
+                          static_cast<long long>(r.stream.syncs),
+                          static_cast<long long>(r.stream.merges),
+                          static_cast<long long>(r.stream.changedInside),
+                          static_cast<long long>(r.stream.changedOutside));
+            file << buf;
+            for (size_t j = 0; j < r.stream.firstSyncs.size(); ++j)
+                file << (j ? ", [" : "[") << r.stream.firstSyncs[j].first << ", "
+                     << r.stream.firstSyncs[j].second << "]";
+            file << "]},\n     ";
+        }
+        file << "\"curve\": [";
         for (size_t j = 0; j < r.curve.size(); ++j) {
             const CurvePoint& p = r.curve[j];
             std::snprintf(buf, sizeof buf,

@@ -38,8 +38,6 @@ EvalSet makeEvalSet(std::span<const uint8_t> heldOut, int B, int T, int batches)
     return set;
 }
 
-namespace {
-
 Expected<double> evaluate(Backend& backend, const EvalSet& set, int batches) {
     double sum = 0;
     batches = std::min<int>(batches, static_cast<int>(set.inputs.size()));
@@ -56,16 +54,6 @@ uint64_t workerDataSeed(int seed, int worker) {
     return 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(seed) + 1000u + worker;
 }
 
-// One encoded upload: what one worker sent for one round.
-struct Upload {
-    std::vector<float> fp32;     // (P)
-    std::vector<uint16_t> fp16;  // (P)
-    std::vector<int8_t> int8;    // (P)
-    std::vector<float> scales;   // (NB)
-    double weight = 0;           // tokens trained
-};
-
-// Encodes theta (P) - end (P) into up; returns the bytes it occupies on the wire.
 Expected<int64_t> encodeUpload(Encoding encoding, int int8Block, std::span<const float> theta,
                                std::span<const float> end, Upload* up, ThreadPool* pool) {
     const int64_t P = static_cast<int64_t>(theta.size());
@@ -98,7 +86,6 @@ Expected<int64_t> encodeUpload(Encoding encoding, int int8Block, std::span<const
     return makeError("unknown encoding");
 }
 
-// sum (P) += weight * decode(up): the coordinator's commit of an accepted upload.
 Status accumulateUpload(Encoding encoding, int int8Block, std::span<float> sum, const Upload& up,
                         float weight, ThreadPool* pool) {
     switch (encoding) {
@@ -122,6 +109,8 @@ Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B) {
         return st.error();
     return std::move(*made);
 }
+
+namespace {
 
 // Synchronous data-parallel AdamW: one step over the K workers' micro-batches at once. The mean
 // loss over K x B sequences is the mean of the K micro-batch means, so its gradient is exactly
@@ -540,7 +529,9 @@ Expected<RunResult> runOne(const RunContext& base, const Arm& arm, int seed) {
     result.tokensPerWorker = int64_t{ctx.steps} * result.batch * ctx.T;
     result.tokensTotal = result.tokensPerWorker * result.workers;
     const auto start = std::chrono::steady_clock::now();
-    auto done = arm.sync ? runSync(ctx, std::move(result)) : runDiloco(ctx, arm, std::move(result));
+    auto done = arm.sync                  ? runSync(ctx, std::move(result))
+                : arm.streamFragments > 0 ? runStreaming(ctx, arm, std::move(result))
+                                          : runDiloco(ctx, arm, std::move(result));
     if (done)
         done->maxRise = maxRise(done->curve);
     if (done)

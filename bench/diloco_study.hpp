@@ -10,9 +10,11 @@
 #include "expected.hpp"
 #include "model_config.hpp"
 #include "optimizer.hpp"
+#include "thread_pool.hpp"
 #include "weight_delta.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -78,6 +80,13 @@ struct Arm {
     // wd<CODEC> (wdint8, wdfp16): the coordinator's canonical quantized outer update with error
     // feedback (kernels/weight_delta.hpp), as with tandem-coordinator --weight-deltas.
     WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;
+    // Streaming DiLoCo (stream<F>, diloco_stream.cpp): the parameters in F fragments, each with
+    // its own outer step every H steps at offset p x H / F; the new global fragment reaches the
+    // workers tau<S> steps later (default H / F rounded) and is merged as
+    // mix x local + (1 - mix) x global (mix<A>, default 0.5). 0: not streaming.
+    int streamFragments = 0;
+    std::optional<int> streamTau;
+    float streamMix = 0.5f;
 };
 
 struct Options {
@@ -125,6 +134,15 @@ struct RunResult {
     // a point 5% above the best before it): 0 for a curve that never went up.
     double maxRise = 0;
     std::vector<CurvePoint> curve;
+    // Bitwise changes of the workers' parameters at the merges of streaming arms (each
+    // worker's parameters read back before and after): inside the merged fragment, and
+    // outside it (always 0 where a merge touches only its own fragment).
+    struct Stream {
+        int fragments = 0, tau = 0;
+        float mix = 0;
+        int64_t syncs = 0, merges = 0, changedInside = 0, changedOutside = 0;
+        std::vector<std::pair<int64_t, int>> firstSyncs;  // (step, fragment), the first 32
+    } stream;
 };
 
 // Fixed held-out windows, the same for every arm and seed: paired comparisons.
@@ -142,6 +160,30 @@ struct RunContext {
     std::span<const uint8_t> train;
     const EvalSet* eval = nullptr;
 };
+
+// Shared by the simulated DiLoCo runs (diloco_runs.cpp, diloco_stream.cpp).
+// One encoded upload: what one worker sent for one round (or one fragment).
+struct Upload {
+    std::vector<float> fp32;     // (n)
+    std::vector<uint16_t> fp16;  // (n)
+    std::vector<int8_t> int8;    // (n)
+    std::vector<float> scales;   // (NB)
+    double weight = 0;           // tokens trained
+};
+// Encodes theta (n) - end (n) into up; returns the bytes it occupies on the wire.
+Expected<int64_t> encodeUpload(Encoding encoding, int int8Block, std::span<const float> theta,
+                               std::span<const float> end, Upload* up, ThreadPool* pool);
+// sum (n) += weight * decode(up): the coordinator's commit of an accepted upload.
+Status accumulateUpload(Encoding encoding, int int8Block, std::span<float> sum, const Upload& up,
+                        float weight, ThreadPool* pool);
+// A CPU backend for B sequences of ctx.T tokens.
+Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B);
+// Mean validation loss over the first `batches` batches of set.
+Expected<double> evaluate(Backend& backend, const EvalSet& set, int batches);
+// The seed of worker k's batch sampler: the same token stream for a worker in every arm.
+uint64_t workerDataSeed(int seed, int worker);
+// Streaming DiLoCo (arm.streamFragments > 0): diloco_stream.cpp.
+Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResult result);
 
 // Parses an arm name such as h50-fp16-pipe; the message says what was expected.
 Expected<Arm> parseArm(const std::string& text);
