@@ -100,6 +100,15 @@ if(UNIX AND NOT APPLE AND TARGET tandem-worker)
     DESTINATION lib/systemd/user)
 endif()
 
+# --- nginx server blocks for coordinator operators (docs/operations.md): with the coordinator ---
+if(UNIX AND NOT APPLE AND TARGET tandem-coordinator)
+  install(FILES ${_tandem_installer_dir}/nginx/tandem-blobs-origin.conf
+    ${_tandem_installer_dir}/nginx/tandem-blobs-mirror.conf
+    ${_tandem_installer_dir}/nginx/tandem-front-ends.conf
+    ${_tandem_installer_dir}/nginx/README.md
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/tandem/nginx)
+endif()
+
 # --- Windows and macOS: the Qt libraries go next to the program --------------------------------
 if((WIN32 OR APPLE) AND TARGET tandem)
   set_target_properties(tandem PROPERTIES WIN32_EXECUTABLE ON MACOSX_BUNDLE ON
