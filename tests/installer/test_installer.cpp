@@ -3,9 +3,10 @@
 // ldd, dpkg-query, desktop-file-validate, appstreamcli, groff/man, systemd-analyze.
 //
 // Programs this build has (TANDEM_PACKAGED_PROGRAMS) must all be in the package, with a man page
-// each; the desktop files come with tandem, the systemd unit with tandem-worker. Source files of
-// parts whose program does not exist yet (the desktop files before the app, the unit before the
-// worker) are checked from the source tree instead, so they cannot rot meanwhile.
+// each; the desktop files come with tandem, the systemd unit with tandem-worker, the nginx server
+// blocks (installer/nginx/) with tandem-coordinator. Source files of parts whose program does not
+// exist yet (the desktop files before the app, the unit before the worker) are checked from the
+// source tree instead, so they cannot rot meanwhile.
 #include "tandem_version.hpp"
 
 #include <QDir>
@@ -137,6 +138,11 @@ class TestInstaller : public QObject {
         }
         if (packaged("tandem-worker"))
             files << "usr/lib/systemd/user/tandem-worker.service";
+        if (packaged("tandem-coordinator")) {  // the operator's nginx server blocks
+            for (const char* f : {"README.md", "tandem-blobs-origin.conf",
+                                  "tandem-blobs-mirror.conf", "tandem-front-ends.conf"})
+                files << QStringLiteral("usr/share/tandem/nginx/") + QLatin1String(f);
+        }
         return files;
     }
 
