@@ -110,6 +110,36 @@ Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B) {
     return std::move(*made);
 }
 
+Expected<std::vector<std::unique_ptr<Backend>>> makeWorkers(const RunContext& ctx, int K, int B,
+                                                            std::span<const float> theta) {
+    std::vector<std::unique_ptr<Backend>> workers;
+    for (int k = 0; k < K; ++k) {
+        auto made = makeWorker(ctx, B);
+        if (!made)
+            return made.error();
+        if (auto st = (*made)->loadParameters(theta); !st)
+            return st.error();
+        workers.push_back(std::move(*made));
+    }
+    return workers;
+}
+
+std::vector<BatchSampler> workerSamplers(const RunContext& ctx, int K, int seed) {
+    std::vector<BatchSampler> samplers;
+    for (int k = 0; k < K; ++k)
+        samplers.emplace_back(ctx.train, workerDataSeed(seed, k));
+    return samplers;
+}
+
+OuterConfig armOuter(const Options& o, const Arm& arm) {
+    OuterConfig outer = o.outer;
+    if (arm.outerLr)
+        outer.lr = *arm.outerLr;
+    if (arm.outerMomentum)
+        outer.momentum = *arm.outerMomentum;
+    return outer;
+}
+
 namespace {
 
 // Synchronous data-parallel AdamW: one step over the K workers' micro-batches at once. The mean
@@ -127,9 +157,7 @@ Expected<RunResult> runSync(const RunContext& ctx, RunResult result) {
     initParameters(layout, theta, static_cast<uint64_t>(result.seed));
     if (auto st = backend.loadParameters(theta); !st)
         return st.error();
-    std::vector<BatchSampler> samplers;
-    for (int k = 0; k < K; ++k)
-        samplers.emplace_back(ctx.train, workerDataSeed(result.seed, k));
+    std::vector<BatchSampler> samplers = workerSamplers(ctx, K, result.seed);
     const size_t micro = static_cast<size_t>(B) * T;
     std::vector<int32_t> inputs(K * micro), targets(K * micro);
     const LrSchedule schedule{ctx.lr, ctx.lr / 10, std::max(1, ctx.steps / 10), ctx.steps};
@@ -188,24 +216,14 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
     if (arm.weightDeltas != WeightDeltaCodec::Off)
         residual.assign(static_cast<size_t>(P), 0.0f);
     initParameters(layout, theta, static_cast<uint64_t>(result.seed));
-    OuterConfig outer = o.outer;
-    if (arm.outerLr)
-        outer.lr = *arm.outerLr;
-    if (arm.outerMomentum)
-        outer.momentum = *arm.outerMomentum;
+    const OuterConfig outer = armOuter(o, arm);
     ThreadPool pool(o.threads);
 
-    std::vector<std::unique_ptr<Backend>> workers;
-    std::vector<BatchSampler> samplers;
-    for (int k = 0; k < K; ++k) {
-        auto made = makeWorker(ctx, B);
-        if (!made)
-            return made.error();
-        if (auto st = (*made)->loadParameters(theta); !st)
-            return st.error();
-        workers.push_back(std::move(*made));
-        samplers.emplace_back(ctx.train, workerDataSeed(result.seed, k));
-    }
+    auto made = makeWorkers(ctx, K, B, theta);
+    if (!made)
+        return made.error();
+    std::vector<std::unique_ptr<Backend>> workers = std::move(*made);
+    std::vector<BatchSampler> samplers = workerSamplers(ctx, K, result.seed);
     std::vector<Upload> uploads(static_cast<size_t>(K));
     // Byzantine arms: the last 20% of the workers (at least one) attack; every upload passes
     // the gate, attackers' first (the ratchet attack wants to be first).

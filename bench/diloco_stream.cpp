@@ -19,7 +19,6 @@
 //
 // Dimensions: K workers, B batch per worker, T sequence, H inner steps per round, P parameters,
 // F fragments.
-#include "corpus.hpp"  // BatchSampler
 #include "diloco_study.hpp"
 #include "model.hpp"
 #include "outer.hpp"
@@ -91,24 +90,14 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
     initParameters(layout, theta, static_cast<uint64_t>(result.seed));
     std::vector<float> held = theta, sum(static_cast<size_t>(P)), local(static_cast<size_t>(P));
     std::vector<float> previous(static_cast<size_t>(P));  // a worker's before a merge
-    OuterConfig outer = o.outer;
-    if (arm.outerLr)
-        outer.lr = *arm.outerLr;
-    if (arm.outerMomentum)
-        outer.momentum = *arm.outerMomentum;
+    const OuterConfig outer = armOuter(o, arm);
     ThreadPool pool(o.threads);
 
-    std::vector<std::unique_ptr<Backend>> workers;
-    std::vector<BatchSampler> samplers;
-    for (int k = 0; k < K; ++k) {
-        auto made = makeWorker(ctx, B);
-        if (!made)
-            return made.error();
-        if (auto st = (*made)->loadParameters(theta); !st)
-            return st.error();
-        workers.push_back(std::move(*made));
-        samplers.emplace_back(ctx.train, workerDataSeed(result.seed, k));
-    }
+    auto made = makeWorkers(ctx, K, B, theta);
+    if (!made)
+        return made.error();
+    std::vector<std::unique_ptr<Backend>> workers = std::move(*made);
+    std::vector<BatchSampler> samplers = workerSamplers(ctx, K, result.seed);
     // The workers' parameters live in their backends between merges: evaluate elsewhere.
     auto evaluator = makeWorker(ctx, B);
     if (!evaluator)

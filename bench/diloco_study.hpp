@@ -6,6 +6,7 @@
 
 #include "backend.hpp"
 #include "codec_int8.hpp"  // kInt8DefaultBlock
+#include "corpus.hpp"      // BatchSampler
 #include "diloco_byzantine.hpp"
 #include "expected.hpp"
 #include "model_config.hpp"
@@ -178,6 +179,13 @@ Status accumulateUpload(Encoding encoding, int int8Block, std::span<float> sum, 
                         float weight, ThreadPool* pool);
 // A CPU backend for B sequences of ctx.T tokens.
 Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B);
+// K such backends, each holding theta.
+Expected<std::vector<std::unique_ptr<Backend>>> makeWorkers(const RunContext& ctx, int K, int B,
+                                                            std::span<const float> theta);
+// The batch samplers of K workers (workerDataSeed).
+std::vector<BatchSampler> workerSamplers(const RunContext& ctx, int K, int seed);
+// The run's outer step with the arm's olr<X> and mom<X>.
+OuterConfig armOuter(const Options& o, const Arm& arm);
 // Mean validation loss over the first `batches` batches of set.
 Expected<double> evaluate(Backend& backend, const EvalSet& set, int batches);
 // The seed of worker k's batch sampler: the same token stream for a worker in every arm.

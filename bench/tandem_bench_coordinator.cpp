@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -92,6 +93,29 @@ void printRow(const char* what, const PhaseResult& r, double cpuSeconds) {
 
 // --target: an existing deployment. Registration, work requests and heartbeats through the one
 // URL; the CPU time per request is that of the --pids (front ends, nginx, the aggregating process).
+// Runs the load's phases one after the other: each is printed as a row and kept in json() with
+// the CPU seconds that cpuSeconds counted over it.
+class PhaseRunner {
+  public:
+    explicit PhaseRunner(std::function<double()> cpuSeconds)
+        : m_cpuSeconds(std::move(cpuSeconds)) {}
+    template <class Run>
+    PhaseResult operator()(const char* name, Run&& run) {
+        const double cpu0 = m_cpuSeconds();
+        const PhaseResult r = run();
+        const double cpu = m_cpuSeconds() - cpu0;
+        printRow(name, r, cpu);
+        std::fflush(stdout);
+        m_json[name] = phaseJson(r, cpu);
+        return r;
+    }
+    const nlohmann::json& json() const { return m_json; }
+
+  private:
+    std::function<double()> m_cpuSeconds;
+    nlohmann::json m_json;
+};
+
 struct TargetOptions {
     std::string url;
     fs::path caFile;
@@ -125,16 +149,7 @@ int runAgainstTarget(const TargetOptions& o) {
                 o.workers, settings.clientThreads, o.pids.size());
     std::printf("%-14s %8s %6s %8s %12s %9s %9s %11s\n", "phase", "done", "errors", "seconds",
                 "per second", "p50 ms", "p99 ms", "pids ms/req");
-    nlohmann::json phases;
-    auto phase = [&](const char* name, auto&& run) {
-        const double cpu0 = cpuSecondsOf(o.pids);
-        const PhaseResult r = run();
-        const double cpu = cpuSecondsOf(o.pids) - cpu0;
-        printRow(name, r, cpu);
-        std::fflush(stdout);
-        phases[name] = phaseJson(r, cpu);
-        return r;
-    };
+    PhaseRunner phase([&] { return cpuSecondsOf(o.pids); });
     const auto registered = phase("register", [&] { return load.registerAll(); });
     const auto work = phase("work", [&] { return load.requestWork(); });
     const auto beats = phase("heartbeat", [&] { return load.heartbeats(o.seconds); });
@@ -158,7 +173,7 @@ int runAgainstTarget(const TargetOptions& o) {
                             {"work_requests_per_s", work.perSecond()},
                             {"heartbeats_per_s", beats.perSecond()},
                             {"errors", errors},
-                            {"phases", phases}};
+                            {"phases", phase.json()}};
         std::ofstream(o.jsonPath) << j.dump(2) << "\n";
     }
     if (errors > 0) {
@@ -352,16 +367,7 @@ int main(int argc, char** argv) {
 
     std::printf("%-14s %8s %6s %8s %12s %9s %9s %11s\n", "phase", "done", "errors", "seconds",
                 "per second", "p50 ms", "p99 ms", "coord ms/req");
-    nlohmann::json phases;
-    auto phase = [&](const char* name, auto&& run) {
-        const double cpu0 = process->figures().cpuSeconds;
-        const PhaseResult r = run();
-        const double cpu = process->figures().cpuSeconds - cpu0;
-        printRow(name, r, cpu);
-        std::fflush(stdout);
-        phases[name] = phaseJson(r, cpu);
-        return r;
-    };
+    PhaseRunner phase([&] { return process->figures().cpuSeconds; });
     const auto registered = phase("register", [&] { return load.registerAll(); });
     const auto work = phase("work", [&] { return load.requestWork(); });
     const auto beats = phase("heartbeat", [&] { return load.heartbeats(seconds); });
@@ -433,7 +439,7 @@ int main(int argc, char** argv) {
                             {"peak_rss_uploading_bytes", rssUploading.load()},
                             {"coordinator_cpu_s", end.cpuSeconds},
                             {"errors", errors},
-                            {"phases", phases}};
+                            {"phases", phase.json()}};
         std::ofstream(jsonPath) << j.dump(2) << "\n";
     }
     if (errors > 0 || closes < 1 || !stopped) {

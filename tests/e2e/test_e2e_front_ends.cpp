@@ -108,11 +108,7 @@ int checkSettled(Worker* workers, int count, int units) {
 void checkDatabase(const Coordinator& agg, const std::string& url, int accepted) {
     auto db = coord::openStateStore(agg.stateDir, url);
     QVERIFY2(db.ok(), db.ok() ? "" : db.error().message.c_str());
-    auto q = db->prepare(
-        "SELECT (SELECT COUNT(*) FROM results), (SELECT COUNT(DISTINCT work_unit_id) FROM "
-        "results), (SELECT COUNT(*) FROM receipts), (SELECT version FROM runs), (SELECT "
-        "COUNT(*) FROM rounds d WHERE d.contributors != (SELECT COUNT(*) FROM results s WHERE "
-        "s.round = d.round))");
+    auto q = db->prepare(testing::kResultCountsSql);
     QVERIFY(q.ok() && q->step());
     QCOMPARE(q->integer(0), int64_t{accepted});
     QCOMPARE(q->integer(1), int64_t{accepted});

@@ -42,4 +42,12 @@ inline Expected<std::string> freshPostgresDatabase(const std::string& name) {
     return *postgresUrl(name);
 }
 
+// After a run: the accepted results, the work units they are of, the receipts, the run's version
+// and the rounds whose result count differs from their results' (each accepted result once, with
+// one receipt, and rounds that count them: columns 0 to 2 equal, column 4 zero).
+inline constexpr const char* kResultCountsSql =
+    "SELECT (SELECT COUNT(*) FROM results), (SELECT COUNT(DISTINCT work_unit_id) FROM results), "
+    "(SELECT COUNT(*) FROM receipts), (SELECT version FROM runs), (SELECT COUNT(*) FROM rounds d "
+    "WHERE d.contributors != (SELECT COUNT(*) FROM results s WHERE s.round = d.round))";
+
 }  // namespace tandem::testing
