@@ -4,6 +4,8 @@
 // selector byte can make the harness sign the header and fix the payload digest, so the fuzzer
 // gets past those checks to the payload. Checks: a parsed header serializes back to the same
 // 128 bytes; every refusal is a 4xx with a message; an accepted upload is finite and complete.
+// The bytes after the header are also read as a piece table (format version 2, a sharded run's
+// result): a table that parses serializes back to the same bytes and tiles [0, P).
 #include "fuzz_common.hpp"
 #include "result_format.hpp"
 #include "upload_stream.hpp"
@@ -33,6 +35,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (parsed) {
         const auto again = net::serializeResultHeader(*parsed);
         FUZZ_CHECK(std::equal(again.begin(), again.end(), body.begin()));
+    }
+    if (body.size() > net::kResultHeaderBytes) {
+        // The header's P when it parsed (a version 2 body: header, table, piece), else 600.
+        const int64_t parameters = parsed ? parsed->parameterCount : 600;
+        auto tail = std::span<const uint8_t>(body).subspan(net::kResultHeaderBytes);
+        const size_t entries = std::min<size_t>(tail.size() / net::kPieceEntryBytes,
+                                                std::max<size_t>(1, selector >> 3));
+        const auto bytes = tail.first(entries * net::kPieceEntryBytes);
+        if (auto table = net::parsePieceTable(bytes, parameters)) {
+            const auto again = net::serializePieceTable(*table);
+            FUZZ_CHECK(again.size() == bytes.size() &&
+                       std::equal(again.begin(), again.end(), bytes.begin()));
+            FUZZ_CHECK(table->front().range.begin == 0 && table->back().range.end == parameters);
+            for (size_t k = 1; k < table->size(); ++k)
+                FUZZ_CHECK((*table)[k].range.begin == (*table)[k - 1].range.end);
+        }
     }
 
     static const net::SigningKey key = [] {

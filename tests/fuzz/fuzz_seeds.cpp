@@ -167,6 +167,12 @@ void fileSeeds() {
                                           0x7bff, 0x0001, 0x3555, 0x4000};
     add("fuzz_result_upload", Bytes{3, 16}, net::buildResult(h, halves));
     add("fuzz_result_upload", Bytes{3 | 4, 1}, net::buildResult(h, halves));
+    // A pieced result (format version 2) of 600 fp16 values in 2 pieces: header, table, piece 0.
+    h.parameterCount = 600;
+    const std::vector<uint8_t> wide(1200, 0x3c);
+    const auto ranges = net::pieceRanges(600, 2);
+    if (auto pieced = net::buildPiecedResult(h, wide, ranges))
+        add("fuzz_result_upload", Bytes{2 << 3, 64}, net::pieceBody(*pieced, wide, 0));
 }
 
 void tokenizerSeeds() {
