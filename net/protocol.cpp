@@ -95,6 +95,14 @@ json manifestBody(const Manifest& m) {
         if (m.resultEncoding == kEncodingInt8)
             j["result_block"] = kInt8ResultBlock;
     }
+    // Version 6: absent for a run of one shard.
+    if (m.protocol >= kShardsProtocol && !m.shards.empty()) {
+        json shards = json::array();
+        for (const ShardUpload& u : m.shards)
+            shards.push_back(
+                {{"begin", u.range.begin}, {"end", u.range.end}, {"upload_url", u.uploadUrl}});
+        j["shards"] = shards;
+    }
     // Version 5: absent when the run has no weight deltas.
     if (m.protocol >= 5 && !m.weightDeltas.empty()) {
         json deltas = json::array();
@@ -178,6 +186,56 @@ std::vector<WeightDeltaRef> weightDeltaRefs(Reader& r, int64_t baseVersion) {
     return out;
 }
 
+// A version 6 "shards" list: 2 to kMaxShards pieces of the model's P, exactly pieceRanges(P, K),
+// each with an absolute https:// upload URL.
+std::vector<ShardUpload> shardUploads(Reader& r, const ModelConfig& model) {
+    std::vector<ShardUpload> out;
+    const json* a = r.array("shards");
+    if (!a)
+        return out;
+    if (a->size() < 2 || a->size() > static_cast<size_t>(kMaxShards)) {
+        r.fail("field 'shards' must list 2 to " + std::to_string(kMaxShards) + " shards, found " +
+               std::to_string(a->size()));
+        return out;
+    }
+    for (const json& e : *a) {
+        if (!e.is_object()) {
+            r.fail("field 'shards' must hold objects, found " + e.dump().substr(0, 120));
+            return {};
+        }
+        Reader sr(e, "manifest shard " + std::to_string(out.size()));
+        ShardUpload u;
+        u.range.begin = sr.integer("begin", 0, kMaxI64);
+        u.range.end = sr.integer("end", 1, kMaxI64);
+        u.uploadUrl = sr.string("upload_url", 1, 2000);
+        if (!sr.failed() && (u.uploadUrl.rfind("https://", 0) != 0 || u.uploadUrl.size() <= 8))
+            sr.fail("manifest shard " + std::to_string(out.size()) +
+                    ": field 'upload_url' must be an absolute https:// URL, found '" +
+                    u.uploadUrl.substr(0, 120) + "'");
+        if (sr.failed()) {
+            r.fail(sr.error().message);
+            return {};
+        }
+        out.push_back(std::move(u));
+    }
+    const int64_t parameters = model.parameterCount();
+    const auto expected = pieceRanges(parameters, static_cast<int>(out.size()));
+    for (size_t k = 0; k < out.size(); ++k) {
+        if (k >= expected.size() || out[k].range != expected[k]) {
+            r.fail("field 'shards': shard " + std::to_string(k) + " has parameters [" +
+                   std::to_string(out[k].range.begin) + ", " + std::to_string(out[k].range.end) +
+                   "), expected " +
+                   (k < expected.size() ? "[" + std::to_string(expected[k].begin) + ", " +
+                                              std::to_string(expected[k].end) + ")"
+                                        : std::string("no such shard")) +
+                   " (" + std::to_string(out.size()) + " shards of " + std::to_string(parameters) +
+                   " parameters)");
+            return {};
+        }
+    }
+    return out;
+}
+
 json receiptBody(const Receipt& r) {
     json j{{"work_unit_id", r.workUnitId},
            {"client_id", r.clientId},
@@ -187,6 +245,8 @@ json receiptBody(const Receipt& r) {
            {"result_sha256", toHex(r.resultDigest)}};
     if (r.credit)
         j["credit"] = *r.credit;
+    if (r.shard)
+        j["shard"] = *r.shard;
     return j;
 }
 
@@ -404,6 +464,8 @@ Expected<Manifest> Manifest::fromJson(std::string_view text) {
                        " is not supported, expected " + std::to_string(kInt8ResultBlock));
         }
     }
+    if (m.protocol >= kShardsProtocol && !r.failed() && j->contains("shards"))
+        m.shards = shardUploads(r, m.model);
     m.signature = r.signature("signature");
     if (r.failed())
         return r.error();
@@ -494,6 +556,8 @@ Expected<Receipt> Receipt::fromJson(std::string_view text) {
     out.weight = r.number("weight", 0, 1e18);
     if (j->contains("credit"))
         out.credit = r.integer("credit", 0, kMaxI64);
+    if (j->contains("shard"))
+        out.shard = static_cast<int>(r.integer("shard", 0, kMaxShards - 1));
     out.timeUnix = r.integer("time_unix", 0, kMaxI64);
     out.resultDigest = r.digest("result_sha256");
     out.signature = r.signature("signature");

@@ -28,7 +28,15 @@ namespace tandem::net {
 // a worker that asks with 4. "weights" may list "deltas" (issue 15), the quantized updates of a
 // run with weight deltas from the last few versions up to the unit's base version
 // (WeightDeltaRef); a worker that asks with 4 gets none.
-inline constexpr int kProtocolVersion = 5;
+// 6: sharded runs (issue 16). A run aggregated by K > 1 processes lists "shards" (K >= 2 ranges
+// of net::pieceRanges(P, K) with the absolute https:// upload URL of each shard's piece) and
+// takes results of format version 2 in pieces (result_format.hpp); it gives work only to
+// workers that ask with 6. A K = 1 run answers them with a version 5 manifest that says
+// "protocol": 6 and has no shards. Receipts of pieces carry "shard". Workers of this release ask
+// with 6 and read manifests of versions 2 to 6.
+inline constexpr int kProtocolVersion = 6;
+// The first manifest version that may list "shards".
+inline constexpr int kShardsProtocol = 6;
 // The first manifest version that states the result encoding.
 inline constexpr int kResultEncodingProtocol = 5;
 // At most this many deltas in a version 5 manifest.
@@ -99,6 +107,14 @@ struct WeightDeltaRef {
     std::vector<std::string> urls;
 };
 
+// Version 6: where piece k of a result of a sharded run goes: its range of the parameters and the
+// absolute https:// URL of shard k's piece upload (docs/protocol.md "Sharded runs").
+struct ShardUpload {
+    PieceRange range;
+    std::string uploadUrl;
+    bool operator==(const ShardUpload&) const = default;
+};
+
 struct Manifest {
     int64_t workUnitId = 0;
     int64_t runId = 0;
@@ -146,6 +162,10 @@ struct Manifest {
     uint32_t resultEncoding = kEncodingFp16;
     std::string uploadUrl;
     int64_t maxUploadBytes = 0;
+    // Version 6, a run of K > 1 shards: K entries, exactly net::pieceRanges(model P, K) in order,
+    // each with an absolute https:// upload URL; the result is then uploaded in pieces (format
+    // version 2). Empty: a whole result to uploadUrl (every run of one shard, every older version).
+    std::vector<ShardUpload> shards;
     Signature signature{};  // Ed25519 over signingText()
 
     // The bytes of the shard file that hold the unit's tokens (what the worker downloads).
@@ -195,6 +215,8 @@ struct Receipt {
     // The donor's credit: the tokens trained, whatever the weight (absent from receipts of
     // older coordinators, whose workers credited the weight).
     std::optional<int64_t> credit;
+    // Version 6: the receipt of piece k of a result of a sharded run (absent for a whole result).
+    std::optional<int> shard;
 
     std::string signingText() const;
     void sign(const SigningKey& key);

@@ -154,11 +154,11 @@ class TestNetProtocol : public QObject {
         auto badSha = Manifest::fromJson(replace(toHex(m.dataSha256), "abcd"));
         QVERIFY(contains(badSha.error().message, "manifest 'data': field 'sha256'"));
         // A manifest of protocol v1 (byte ranges, no token width) is refused, saying so.
-        auto badProtocol = Manifest::fromJson(replace("\"protocol\":5", "\"protocol\":1"));
+        auto badProtocol = Manifest::fromJson(replace("\"protocol\":6", "\"protocol\":1"));
         QVERIFY(contains(badProtocol.error().message,
-                         "protocol version 1 is not supported, expected 2 to 5"));
-        auto newer = Manifest::fromJson(replace("\"protocol\":5", "\"protocol\":6"));
-        QVERIFY(contains(newer.error().message, "protocol version 6 is not supported"));
+                         "protocol version 1 is not supported, expected 2 to 6"));
+        auto newer = Manifest::fromJson(replace("\"protocol\":6", "\"protocol\":7"));
+        QVERIFY(contains(newer.error().message, "protocol version 7 is not supported"));
         auto badBlend = Manifest::fromJson(replace("\"start_blend\":0.25", "\"start_blend\":1.5"));
         QVERIFY(contains(badBlend.error().message,
                          "'start_blend' must be a finite number in [0.0, 1.0]"));
@@ -270,10 +270,10 @@ class TestNetProtocol : public QObject {
 
         WorkRequest request;
         request.device = "cpu";
-        QVERIFY(contains(request.toJson(), "\"protocol\":5"));
+        QVERIFY(contains(request.toJson(), "\"protocol\":6"));
         auto newWorker = WorkRequest::fromJson(request.toJson());
         QVERIFY(newWorker.ok());
-        QCOMPARE(newWorker->protocol, 5);
+        QCOMPARE(newWorker->protocol, 6);
         auto oldWorker = WorkRequest::fromJson(
             R"({"device":"cpu","memory_bytes":0,"tokens_per_second":1,"free_disk_bytes":0})");
         QVERIFY(oldWorker.ok());
@@ -383,6 +383,84 @@ class TestNetProtocol : public QObject {
         QVERIFY2(back4.ok(), back4.ok() ? "" : back4.error().message.c_str());
         QCOMPARE(back4->resultEncoding, kEncodingFp16);
     }
+    // Version 6: a sharded run's "shards", signed with the rest; every refusal.
+    void shardsVersions() {
+        auto key = SigningKey::generate();
+        Manifest m = sampleManifest();
+        const int64_t P = m.model.parameterCount();
+        for (const PieceRange& r : pieceRanges(P, 3))
+            m.shards.push_back({r, "https://agg" + std::to_string(m.shards.size()) +
+                                       ".example:8443/v1/results/42/pieces/" +
+                                       std::to_string(m.shards.size())});
+        m.sign(*key);
+        const std::string text = m.toJson();
+        QVERIFY(contains(
+            text, "\"shards\":[{\"begin\":0,\"end\":" + std::to_string(m.shards[0].range.end) +
+                      ",\"upload_url\":\"https://agg0.example:8443/v1/results/42/"
+                      "pieces/0\"}"));
+        auto back = Manifest::fromJson(text);
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());
+        QCOMPARE(back->shards, m.shards);
+        QVERIFY(back->verify(key->publicKey()));
+        // Signed: another URL or range does not verify.
+        Manifest tampered = *back;
+        tampered.shards[1].uploadUrl = "https://evil.example/v1/results/42/pieces/1";
+        QVERIFY(!tampered.verify(key->publicKey()));
+        tampered = *back;
+        tampered.shards.pop_back();
+        QVERIFY(!tampered.verify(key->publicKey()));
+
+        // Below version 6 shards are neither written nor read.
+        Manifest v5 = m;
+        v5.protocol = 5;
+        QVERIFY(!contains(v5.toJson(), "shards"));
+        // A run of one shard: a version 6 manifest without shards.
+        Manifest one = sampleManifest();
+        QVERIFY(!contains(one.toJson(), "shards"));
+        auto oneBack = Manifest::fromJson(one.toJson());
+        QVERIFY(oneBack.ok());
+        QVERIFY(oneBack->shards.empty());
+
+        auto refused = [&](Manifest bad, const char* part) {
+            bad.sign(*key);
+            auto r = Manifest::fromJson(bad.toJson());
+            QVERIFY(!r);
+            QVERIFY2(contains(r.error().message, part), r.error().message.c_str());
+        };
+        Manifest bad = m;
+        bad.shards.resize(1);
+        bad.shards[0].range = {0, P};
+        refused(bad, "field 'shards' must list 2 to 64 shards, found 1");
+        bad = m;
+        bad.shards.clear();
+        for (const PieceRange& r : pieceRanges(int64_t{1} << 30, 65))
+            bad.shards.push_back({r, "https://a.example/p"});
+        QCOMPARE(bad.shards.size(), size_t(0));  // pieceRanges refuses 65 shards: build by hand
+        for (int k = 0; k < 65; ++k)
+            bad.shards.push_back({{256 * k, 256 * (k + 1)}, "https://a.example/p"});
+        refused(bad, "found 65");
+        bad = m;
+        bad.shards[1].range.begin += 256;
+        bad.shards[0].range.end += 256;
+        refused(bad, "field 'shards': shard 0 has parameters [0, ");
+        bad = m;
+        bad.shards[2].range.end -= 1;
+        refused(bad, "shard 2 has parameters");
+        bad = m;
+        bad.shards.push_back({{P, P + 256}, "https://agg3.example/p"});
+        refused(bad, "field 'shards': shard 0 has parameters");  // 4 shards split P otherwise
+        bad = m;
+        bad.shards[1].uploadUrl = "http://agg1.example/v1/results/42/pieces/1";
+        refused(bad, "manifest shard 1: field 'upload_url' must be an absolute https:// URL");
+        bad = m;
+        bad.shards[0].uploadUrl = "/v1/results/42/pieces/0";
+        refused(bad, "manifest shard 0: field 'upload_url' must be an absolute https:// URL");
+        // A model another P than the shards were cut for.
+        bad = m;
+        bad.model = *ModelConfig::parse("small");
+        bad.seqLen = bad.model.maxSeqLen;
+        refused(bad, "shard 0 has parameters");
+    }
     void progressAndReply() {
         ProgressReport p{12, 3.25f, 999.0};
         auto back = ProgressReport::fromJson(p.toJson());
@@ -407,7 +485,9 @@ class TestNetProtocol : public QObject {
     }
     void receiptSigned() {
         auto key = SigningKey::generate();
-        Receipt r{42, 7, 3, 1024.0, 1800000000, sha256(std::string_view("h")), {}, std::nullopt};
+        Receipt r{
+            42,           7,           3, 1024.0, 1800000000, sha256(std::string_view("h")), {},
+            std::nullopt, std::nullopt};
         r.sign(*key);
         auto back = Receipt::fromJson(r.toJson());
         QVERIFY(back.ok());
@@ -417,7 +497,8 @@ class TestNetProtocol : public QObject {
         QVERIFY(!back->credit);  // a receipt without credit (older coordinators) stays without
         QVERIFY(r.toJson().find("credit") == std::string::npos);
         // The credit is signed: a receipt that claims more credit does not verify.
-        Receipt late{42, 7, 3, 512.0, 1800000000, sha256(std::string_view("h")), {}, 1024};
+        Receipt late{42, 7,    3,           512.0, 1800000000, sha256(std::string_view("h")),
+                     {}, 1024, std::nullopt};
         late.sign(*key);
         auto lateBack = Receipt::fromJson(late.toJson());
         QVERIFY(lateBack.ok());
@@ -431,6 +512,29 @@ class TestNetProtocol : public QObject {
         QVERIFY(at != std::string::npos);
         negative.replace(at, 13, "\"credit\":-1");
         QVERIFY(!Receipt::fromJson(negative));
+    }
+    // Version 6: the receipt of a piece names its shard, under the signature.
+    void receiptShard() {
+        auto key = SigningKey::generate();
+        Receipt r{42, 7, 3, 1024.0, 1800000000, sha256(std::string_view("h")), {}, 1024, 2};
+        r.sign(*key);
+        QVERIFY(contains(r.toJson(), "\"shard\":2"));
+        auto back = Receipt::fromJson(r.toJson());
+        QVERIFY(back.ok());
+        QCOMPARE(back->shard, std::optional<int>(2));
+        QVERIFY(back->verify(key->publicKey()));
+        back->shard = 1;
+        QVERIFY(!back->verify(key->publicKey()));
+        back->shard.reset();
+        QVERIFY(!back->verify(key->publicKey()));
+        auto bad = Receipt::fromJson(
+            std::string(r.toJson()).replace(r.toJson().find("\"shard\":2"), 9, "\"shard\":64"));
+        QVERIFY(!bad);
+        QVERIFY2(contains(bad.error().message, "shard"), bad.error().message.c_str());
+        // A whole result's receipt has none.
+        Receipt whole{42, 7,    3,           1024.0, 1800000000, sha256(std::string_view("h")),
+                      {}, 1024, std::nullopt};
+        QVERIFY(!contains(whole.toJson(), "shard"));
     }
     void statusRoundTrip() {
         RunStatus s;
