@@ -107,6 +107,17 @@ std::optional<int> parseOptions(CLI::App& cli, int argc, char** argv, Coordinato
                    "with --role front: https://HOST:PORT of the aggregating process, where\n"
                    "the manifests send uploads and weight downloads")
         ->type_name("URL");
+    app::addInteger(cli, "--aggregation-shards", cfg.newRunShards, 1, 64, "K",
+                    "a new run aggregated by K processes on one --db postgresql:// database,\n"
+                    "each taking the result pieces of its range of the parameters (default\n"
+                    "1; docs/operations.md, \"Aggregation shards\")");
+    app::addInteger(cli, "--aggregation-shard", cfg.shard, 0, 63, "k",
+                    "this process is shard k (0 to K - 1) of a sharded run; needs\n"
+                    "--public-url (default 0)");
+    cli.add_option("--public-url", cfg.publicUrl,
+                   "a shard's https://HOST:PORT, where workers send its pieces and the other\n"
+                   "shards fetch its parts")
+        ->type_name("URL");
     cli.add_option("--corpus", cfg.corpus,
                    "text files or directories (needed when the state dir has no run yet)")
         ->type_name("PATH")
@@ -342,6 +353,10 @@ int main(int argc, char** argv) {
     if (auto exitCode =
             parseOptions(cli, argc, argv, cfg, server, metricsAddress, commands, tokenizer))
         return *exitCode;
+    // Spot-checks compare whole results, which no shard of a sharded run holds: a process
+    // started as a shard has them off unless they were asked for (then its start says why not).
+    if ((!cfg.publicUrl.empty() || cfg.newRunShards > 1) && cli.count("--replicate-fraction") == 0)
+        cfg.replicateFraction = 0;
     if (auto exitCode = app::runCoordinatorCommand(commands, cfg.stateDir, cfg.databaseUrl))
         return *exitCode;
     if (*tokenizer.train)

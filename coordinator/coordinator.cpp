@@ -37,6 +37,11 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
         if (auto st = checkUploadBase(cfg.uploadBase); !st)
             return st.error();
     }
+    // A sharded run (shard_rounds.cpp) lives in PostgreSQL; refused before anything is made.
+    if (cfg.newRunShards > 1 && cfg.databaseUrl.empty())
+        return makeError("--aggregation-shards " + std::to_string(cfg.newRunShards) +
+                         ": a run of several aggregation shards keeps its state in PostgreSQL "
+                         "(--db postgresql://...)");
     std::optional<NewRun> pending;
     if (!front) {
         // (With PostgreSQL, restore() prepares the run when the database holds none.)
@@ -53,7 +58,8 @@ Expected<std::unique_ptr<Coordinator>> Coordinator::open(CoordinatorConfig cfg, 
     if (!dirs)
         return dirs.error();
     // One aggregating process per database; front ends take no lock.
-    auto serveLock = front ? Expected<ServeLock>(ServeLock()) : ServeLock::take(cfg.databaseUrl);
+    auto serveLock =
+        front ? Expected<ServeLock>(ServeLock()) : ServeLock::take(cfg.databaseUrl, cfg.shard);
     if (!serveLock)
         return makeError(stateStoreName(cfg.stateDir, cfg.databaseUrl) + ": " +
                          serveLock.error().message);
@@ -182,8 +188,8 @@ Outcome<std::unique_ptr<UploadSession>> Coordinator::beginUpload(int64_t clientI
                                                                  int64_t workUnitId,
                                                                  int64_t contentLength,
                                                                  std::string_view signature,
-                                                                 bool dryRun) {
-    auto state = m_impl->beginUpload(clientId, workUnitId, contentLength, signature, dryRun);
+                                                                 bool dryRun, int piece) {
+    auto state = m_impl->beginUpload(clientId, workUnitId, contentLength, signature, dryRun, piece);
     if (!state.ok()) {
         if (state.refusal().code != "awaiting_replica")  // held, not refused
             m_impl->metrics.countRefused(state.refusal().code);

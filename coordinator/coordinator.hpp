@@ -41,6 +41,17 @@ struct CoordinatorConfig {
     // A front end's "https://host:port" of the aggregating process (--upload-base): its manifests'
     // upload_url and the coordinator's own blob URLs point there.
     std::string uploadBase;
+    // Sharded runs (issue 16; docs/protocol.md, "Sharded runs"; shard_rounds.cpp): a new run's
+    // number of aggregation shards K (--shards, stored with the run; 1: not sharded), this
+    // process's shard k (--shard), and the https://host:port at which workers and the other
+    // shards reach this process (--public-url; needed when K > 1).
+    int newRunShards = 1;
+    int shard = 0;
+    std::string publicUrl;
+    // Reads a blob of another shard's process (a part of a version: an https:// URL of
+    // /blobs/sha256/<hex>); empty: HTTPS with the run's own TLS identity as the trust anchor.
+    // Tests that drive shards without servers give their own.
+    std::function<Expected<std::vector<uint8_t>>(const std::string& url)> fetchShardBlob;
     // The run state (state_store.hpp): empty, the SQLite file coordinator.db in stateDir; or a
     // postgresql:// URL. Files (weights, blobs, uploads) stay in stateDir either way.
     std::string databaseUrl;
@@ -215,11 +226,12 @@ class Coordinator {
                                          std::string_view body);
     // contentLength < 0: not given. signature: the X-Tandem-Signature header (base64).
     // dryRun: only the checks that need no body (for "Expect: 100-continue"); returns nullptr
-    // when they pass and takes no upload slot.
+    // when they pass and takes no upload slot. piece >= 0: piece k of a sharded run's result
+    // (PUT /v1/results/{id}/pieces/{k}; docs/protocol.md, "Sharded runs").
     Outcome<std::unique_ptr<UploadSession>> beginUpload(int64_t clientId, int64_t workUnitId,
                                                         int64_t contentLength,
                                                         std::string_view signature,
-                                                        bool dryRun = false);
+                                                        bool dryRun = false, int piece = -1);
     net::RunStatus status();
     // GET /metrics: the Prometheus text exposition (metrics.hpp).
     std::string metricsText();
@@ -256,7 +268,7 @@ class Coordinator {
     int64_t parameterCount() const;
     net::PublicKey publicKey() const;
     std::vector<float> weights();   // (P) current version
-    std::vector<float> velocity();  // (P) outer momentum
+    std::vector<float> velocity();  // (P) outer momentum; a shard's: its range's (N)
     // (P) the error-feedback residual of a run with weight deltas; empty without.
     std::vector<float> weightDeltaResidual();
     int64_t maxUploadBytes() const;

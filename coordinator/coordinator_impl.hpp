@@ -81,9 +81,10 @@ struct Coordinator::Impl {
     std::mutex mu;  // guards everything below, including the database connection
     StateDir dirs;
     Database db;
-    RoundClock roundClock;       // whether this process closes rounds (round_clock.hpp)
-    ServeLock serveLock;         // the only coordinator process on a PostgreSQL database
-    bool roundClockHeld = true;  // at the last tick, for the log
+    RoundClock roundClock;         // whether this process closes rounds (round_clock.hpp)
+    ServeLock serveLock;           // the only coordinator process on a PostgreSQL database
+    bool roundClockHeld = true;    // at the last tick, for the log
+    bool roundClockKnown = false;  // a tick has looked
     net::SigningKey key;
     ThreadPool pool;  // aggregation, outer step
     ClientRegistry clients;
@@ -99,8 +100,10 @@ struct Coordinator::Impl {
     std::unique_ptr<Tokenizer> tokenizer;  // the run's, when it has one: decodes samples
 
     // The open round.
-    int64_t version = 0;                 // the open round = the current weights version
-    std::vector<float> theta, vel, sum;  // (P) each; sum is the aggregator's between closes
+    int64_t version = 0;  // the open round = the current weights version (committed)
+    // (P) each; sum is the aggregator's between closes. In a sharded run, vel and sum are (N),
+    // this shard's range of the round pieceRound.
+    std::vector<float> theta, vel, sum;
     // Runs with weight deltas: the error-feedback residual e of this version (P); else empty.
     std::vector<float> residual;
     std::map<int64_t, ServedFile> weightFiles;
@@ -124,6 +127,17 @@ struct Coordinator::Impl {
     UnitLiveness liveness;
     int64_t startedUnix = 0;  // a unit without a pulse counts as alive since then
     int64_t livenessWrittenUnix = 0;
+
+    // Sharded runs (shard_rounds.cpp; run.shards > 1): this process's range of the parameters
+    // ([0, P) otherwise), and the round its pieces go into: version, or version + 1 once it has
+    // stepped the closing round and the clock has not yet committed the next version.
+    net::PieceRange ownRange;
+    int64_t pieceRound = 0;
+    // Its weights parts by version (part_file.hpp), blobs the other shards assemble from.
+    std::map<int64_t, ServedFile> partFiles;
+    // The whole weights of version + 1, assembled from the K parts before the commit.
+    std::optional<ServedFile> assembled;
+    std::map<int, std::string> shardUrls;  // https://host:port by shard (shard_processes)
 
     // Uploads in progress.
     std::set<int64_t> uploading;  // work unit ids
@@ -168,6 +182,17 @@ struct Coordinator::Impl {
     }
     // The run's result payloads: P values in its encoding.
     PayloadLayout payloadLayout() const { return {run.resultEncoding, P}; }
+    bool sharded() const { return run.shards > 1; }
+    // A sharded run's pieces at this process: its range's values.
+    PayloadLayout pieceLayout() const {
+        return {run.resultEncoding, ownRange.end - ownRange.begin};
+    }
+    int64_t pieceUploadBytes() const {
+        return static_cast<int64_t>(net::kResultHeaderBytes) +
+               run.shards * static_cast<int64_t>(net::kPieceEntryBytes) + pieceLayout().bytes();
+    }
+    // The round results go into: the open round, or a shard's pieceRound.
+    int64_t sumRound() const { return sharded() ? pieceRound : version; }
     int64_t maxUploadBytes() const {
         return static_cast<int64_t>(net::kResultHeaderBytes) + payloadLayout().bytes();
     }
@@ -238,11 +263,12 @@ struct Coordinator::Impl {
 
     // ---- result intake (result_intake.cpp)
 
-    // The checks that need no body, then a slot (nullptr for a dry run).
+    // The checks that need no body, then a slot (nullptr for a dry run). piece >= 0: piece k
+    // of a sharded run's result (piece_intake.cpp).
     Outcome<std::unique_ptr<UploadSession::State>> beginUpload(int64_t clientId, int64_t workUnitId,
                                                                int64_t contentLength,
                                                                std::string_view signature,
-                                                               bool dryRun);
+                                                               bool dryRun, int piece = -1);
     // After the stream's checks: the checks against the round, then the commit.
     Outcome<std::string> commitResult(UploadSession::State& upload);
     CommitEntry entryOf(UploadSession::State& upload);  // weight and note left to the caller
@@ -253,6 +279,43 @@ struct Coordinator::Impl {
         std::span<CommitEntry> entries, const std::function<Status()>& alsoInTransaction);
     // Closes the round (or wakes the ticker to) once its results reach the quorum.
     void closeIfComplete(std::unique_lock<std::mutex>& lock);
+
+    // ---- pieces of a sharded run's results (piece_intake.cpp), mu held unless said
+
+    // What this shard holds of a unit's result: its piece (and receipt), and the digest of the
+    // result another shard's piece accepted.
+    struct PieceRecord {
+        bool here = false;
+        std::optional<net::Sha256Digest> resultDigest;
+        std::string receipt;
+    };
+    Expected<PieceRecord> pieceRecord(int64_t workUnitId);
+    // A whole result for a sharded run, a piece for another shard or for a run that is not
+    // sharded: the refusal that says where it belongs.
+    std::optional<Refusal> pieceRouteRefusal(int64_t workUnitId, int piece);
+    // After the stream's checks (mu not held): the staleness, the gate, the commit.
+    Outcome<std::string> commitPiece(UploadSession::State& upload);
+
+    // ---- rounds of a sharded run (shard_rounds.cpp), mu held
+
+    // At start: this shard's range, the round its pieces go into, its momentum and sum, and its
+    // address in shard_processes.
+    Status restoreShard();
+    // The ticker's round work instead of the one-process close: the clock marks the round
+    // closing, each shard steps its range, the parts are assembled and the clock commits.
+    void shardTick(std::unique_lock<std::mutex>& lock, bool clock);
+    Status markClosing();
+    Status stepShard(std::unique_lock<std::mutex>& lock);
+    // The whole weights of version v from the K parts recorded for it (mu released meanwhile).
+    Status assembleVersion(std::unique_lock<std::mutex>& lock, int64_t v);
+    Status commitShardedVersion();
+    // Follows the run's committed version (its weights assembled or fetched first).
+    Status adoptVersion(std::unique_lock<std::mutex>& lock);
+    Status readShardUrls();
+    // A committed version's whole weights, fetched from another shard (a shard that joins, or
+    // lost its copy).
+    Status fetchVersionWeights(std::unique_lock<std::mutex>& lock, int64_t v);
+    Expected<std::vector<uint8_t>> fetchShardBlob(const std::string& url);
 
     // ---- replication spot-checks (replication.cpp), mu held
 
@@ -283,7 +346,8 @@ struct Coordinator::Impl {
 
     GateConfig gateConfig() const;
     // The lower median of the norms of accepted results of the last referenceRounds rounds.
-    double normReference();
+    // (not counting workUnitId's own result)
+    double normReference(int64_t workUnitId = 0);
     GateVerdict gateResult(const UploadSession::State& upload);
     void rememberOuterStep(std::span<const float> before, std::span<const float> after);
     void restoreOuterStep();  // from the weights of version - 1, when they are still kept
@@ -350,6 +414,7 @@ struct Coordinator::Impl {
 struct UploadSession::State {
     Coordinator::Impl* c;
     int64_t clientId, wuId, baseVersion;
+    int piece = -1;  // a sharded run's piece k; -1: a whole result
     UploadStream stream;
 
     State(Coordinator::Impl* coordinator, int64_t client, int64_t workUnit, int64_t base,

@@ -51,6 +51,16 @@ Status checkUploadBase(const std::string& url) {
 
 std::vector<std::string> Coordinator::Impl::weightBlobUrls(const net::Sha256Digest& digest) const {
     std::vector<std::string> urls = blobUrls(digest, cfg.mirrors);
+    if (sharded()) {
+        // Every shard holds the whole weights of a committed version (shard_rounds.cpp).
+        std::vector<std::string> all;
+        for (const auto& [k, url] : shardUrls)
+            all.push_back(url + urls.front());
+        for (size_t i = 1; i < urls.size() && all.size() < net::kMaxBlobUrls; ++i)
+            all.push_back(urls[i]);
+        all.resize(std::min(all.size(), net::kMaxBlobUrls));
+        return all;
+    }
     if (frontEnd())
         urls.front() = cfg.uploadBase + urls.front();
     return urls;

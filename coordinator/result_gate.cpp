@@ -18,12 +18,14 @@ GateConfig Coordinator::Impl::gateConfig() const {
     return g;
 }
 
-double Coordinator::Impl::normReference() {
+double Coordinator::Impl::normReference(int64_t workUnitId) {
     // Only accepted results have rows, so refused ones never move the reference.
-    auto q = db.prepare("SELECT norm FROM results WHERE round > ? AND round <= ?");
+    // Not the unit's own (another piece of a sharded run's result may have recorded it).
+    auto q =
+        db.prepare("SELECT norm FROM results WHERE round > ? AND round <= ? AND work_unit_id <> ?");
     if (!q)
         return 0;
-    q->bind(1, version - std::max(1, cfg.referenceRounds)).bind(2, version);
+    q->bind(1, version - std::max(1, cfg.referenceRounds)).bind(2, version).bind(3, workUnitId);
     std::vector<double> norms;
     while (q->step())
         norms.push_back(q->real(0));
@@ -33,9 +35,11 @@ double Coordinator::Impl::normReference() {
 GateVerdict Coordinator::Impl::gateResult(const UploadSession::State& s) {
     const UploadStream& upload = s.stream;
     if (cfg.refuseRepeatedPayloads) {
-        auto q = db.prepare("SELECT work_unit_id FROM results WHERE payload_sha256 = ? LIMIT 1");
+        auto q = db.prepare(
+            "SELECT work_unit_id FROM results WHERE payload_sha256 = ? AND work_unit_id <> ? "
+            "LIMIT 1");
         if (q) {
-            q->bind(1, std::span<const uint8_t>(upload.header().payloadSha256));
+            q->bind(1, std::span<const uint8_t>(upload.header().payloadSha256)).bind(2, s.wuId);
             if (q->step()) {
                 GateVerdict v;
                 v.code = "replayed_result";
@@ -53,7 +57,7 @@ GateVerdict Coordinator::Impl::gateResult(const UploadSession::State& s) {
     GateInput in;
     in.norm = upload.norm();
     in.weightsNorm = thetaNorm;
-    if (const double ref = normReference(); ref > 0)
+    if (const double ref = normReference(s.wuId); ref > 0)
         in.reference = ref;
     // The last outer step points the way: it was made of results that passed the gate, and
     // nothing uploaded to the open round can turn it (the round's running sum could be: in

@@ -35,24 +35,32 @@ UploadSession::State::~State() {
 
 Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
     int64_t clientId, int64_t workUnitId, int64_t contentLength, std::string_view signature,
-    bool dryRun) {
+    bool dryRun, int piece) {
     // 421 Misdirected Request: the worker's manifest says where (front_end.cpp).
     if (frontEnd())
         return refuse(421, "not_on_front_end",
-                      "this is a front end of the run; results are uploaded to the aggregating "
-                      "process at " +
-                          cfg.uploadBase + "/v1/results/" + std::to_string(workUnitId) +
+                      "this is a front end of the run; results are uploaded to " +
+                          (sharded() ? std::string("the aggregation shards")
+                                     : "the aggregating process at " + cfg.uploadBase +
+                                           "/v1/results/" + std::to_string(workUnitId)) +
                           " (the manifest's upload_url)");
-    const int64_t expected = maxUploadBytes();
-    const PayloadLayout layout = payloadLayout();
+    if (auto r = pieceRouteRefusal(workUnitId, piece))
+        return *r;
+    const int64_t expected = piece >= 0 ? pieceUploadBytes() : maxUploadBytes();
+    const PayloadLayout layout = piece >= 0 ? pieceLayout() : payloadLayout();
+    const int64_t values = layout.parameterCount;
     // What a body is made of, for the size refusals.
     const std::string shape =
-        " bytes; a result for " + run.model.describe() + " is exactly " + std::to_string(expected) +
+        " bytes; a " + std::string(piece >= 0 ? "piece of a result" : "result") + " for " +
+        run.model.describe() + " is exactly " + std::to_string(expected) +
         " bytes (128-byte header + " +
+        (piece >= 0 ? std::to_string(run.shards * net::kPieceEntryBytes) + "-byte piece table + "
+                    : std::string()) +
         (layout.encoding == net::kEncodingInt8
-             ? std::to_string(P) + " int8 values and " + std::to_string(layout.bytes() - P) +
+             ? std::to_string(values) + " int8 values and " +
+                   std::to_string(layout.bytes() - values) +
                    " bytes of scales: this run takes int8 results)"
-             : "2 x " + std::to_string(P) + " parameters: this run takes fp16 results)");
+             : "2 x " + std::to_string(values) + " parameters: this run takes fp16 results)");
     std::unique_ptr<UploadSession::State> state;
     {
         std::lock_guard lock(mu);
@@ -89,13 +97,24 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
                               : "X-Tandem-Signature: " + sig.error().message);
         if (auto r = twinRefusal(workUnitId))
             return *r;
-        const std::string st = q->text(1);
         const int64_t base = q->integer(2);
-        if (st != "accepted" && version - base > cfg.maxStaleness)
+        // A piece: "accepted" when this shard has it (another shard's piece accepted the unit,
+        // and this one's may still come, with the same result digest).
+        std::optional<PieceRecord> held;
+        if (piece >= 0) {
+            auto known = pieceRecord(workUnitId);
+            if (!known)
+                return internalError(known.error().message);
+            held = std::move(*known);
+        }
+        std::string st = q->text(1);
+        if (piece >= 0)  // this shard's own piece decides; another's acceptance leaves it open
+            st = held->here ? "accepted" : st == "accepted" ? "assigned" : st;
+        if (st != "accepted" && sumRound() - base > cfg.maxStaleness)
             return refuse(409, "stale",
                           "work unit " + std::to_string(workUnitId) + " trained from version " +
                               std::to_string(base) + "; the run is at version " +
-                              std::to_string(version) + " and accepts results at most " +
+                              std::to_string(sumRound()) + " and accepts results at most " +
                               std::to_string(cfg.maxStaleness) + " version(s) old");
         if (st == "abandoned")
             return refuse(409, "work_unit_abandoned",
@@ -132,6 +151,12 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         e.encoding = layout.encoding;
         e.modelName = run.model.describe();
         e.bodyBytes = expected;
+        if (piece >= 0) {
+            e.shards = run.shards;
+            e.shardIndex = piece;
+            e.pieceRange = ownRange;
+            e.resultDigestMustBe = held->resultDigest;
+        }
         e.maxSteps = static_cast<int>(q->integer(3));
         e.maxTokens = q->integer(3) * q->integer(4) * q->integer(5);
         e.minSteps = minResultSteps(run, e.maxSteps);
@@ -141,7 +166,10 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
             std::memcpy(e.clientKey.data(), pk.data(), pk.size());
         e.signature = *sig;
         e.accepted = st == "accepted";
-        if (e.accepted) {
+        if (e.accepted && piece >= 0) {
+            e.acceptedDigest = *held->resultDigest;
+            e.acceptedReceipt = held->receipt;
+        } else if (e.accepted) {
             auto r = db.prepare(
                 "SELECT r.result_sha256, p.json FROM results r JOIN receipts p ON "
                 "p.work_unit_id = r.work_unit_id WHERE r.work_unit_id = ?");
@@ -164,6 +192,7 @@ Outcome<std::unique_ptr<UploadSession::State>> Coordinator::Impl::beginUpload(
         ++uploadsTotal;
         state =
             std::make_unique<UploadSession::State>(this, clientId, workUnitId, base, std::move(e));
+        state->piece = piece;
     }
     if (!state->stream.isRetryOfAccepted()) {
         const fs::path staging = dirs.uploads() / (std::to_string(workUnitId) + "-" +
@@ -194,6 +223,8 @@ Outcome<std::string> UploadSession::finish(bool complete) {
 }
 
 Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
+    if (s.piece >= 0)
+        return commitPiece(s);  // piece_intake.cpp
     const UploadStream& upload = s.stream;
     const net::ResultHeader& header = upload.header();
 

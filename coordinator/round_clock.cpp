@@ -60,22 +60,24 @@ bool RoundClock::held() {
     return m_held;
 }
 
-Expected<ServeLock> ServeLock::take(const std::string& databaseUrl) {
+Expected<ServeLock> ServeLock::take(const std::string& databaseUrl, int shard) {
     ServeLock lock;
     if (databaseUrl.empty())
         return lock;
     auto db = openLockConnection(databaseUrl, "coordinator lock");
     if (!db)
         return db.error();
-    auto taken =
-        tryAdvisoryLock(**db, kServeLockKey, 0, "taking the coordinator's lock on the database");
+    auto taken = tryAdvisoryLock(**db, kServeLockKey, shard,
+                                 "taking the coordinator's lock on the database");
     if (!taken)
         return taken.error();
     if (!*taken) {
         return makeError(
             "another tandem-coordinator process serves this database as its aggregating "
-            "process; one per database, beside any number of --role front "
-            "(docs/operations.md): stop the other one first");
+            "process" +
+            (shard > 0 ? " of shard " + std::to_string(shard) : std::string()) +
+            "; one per database (per shard of a sharded run), beside any number of --role "
+            "front (docs/operations.md): stop the other one first");
     }
     lock.m_db = std::move(*db);
     return lock;

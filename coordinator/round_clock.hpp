@@ -52,7 +52,8 @@ inline constexpr int32_t kServeLockKey = 0x54525356;
 // the state directory's lock is the one.
 class ServeLock {
   public:
-    static Expected<ServeLock> take(const std::string& databaseUrl);
+    // shard: a sharded run's shard k (docs/protocol.md, "Sharded runs"), one process each.
+    static Expected<ServeLock> take(const std::string& databaseUrl, int shard = 0);
     ServeLock() = default;
     ServeLock(ServeLock&&) = default;
     ServeLock& operator=(ServeLock&& other) noexcept;

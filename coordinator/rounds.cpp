@@ -13,7 +13,8 @@ Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& 
                                        std::span<const float> velocity, std::span<const float> sum,
                                        double weightSum, std::span<const LateResults> late,
                                        const OuterConfig& outer, ThreadPool* pool,
-                                       std::span<const float> residual, WeightDeltaCodec codec) {
+                                       std::span<const float> residual, WeightDeltaCodec codec,
+                                       int64_t offset) {
     std::vector<float> rebased;
     if (!late.empty())
         rebased.assign(sum.begin(), sum.end());
@@ -22,10 +23,13 @@ Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& 
         if (!older)
             return makeError("re-basing the results trained from version " + std::to_string(base) +
                              ": " + older.error().message);
-        if (older->parameters.size() != theta.size())
+        if (older->parameters.size() < static_cast<size_t>(offset) + theta.size())
             return makeError("weights of version " + std::to_string(base) +
                              " have the wrong size for " + model.describe());
-        coord::rebaseOnto(rebased, older->parameters, theta, static_cast<float>(weight), pool);
+        coord::rebaseOnto(rebased,
+                          std::span<const float>(older->parameters)
+                              .subspan(static_cast<size_t>(offset), theta.size()),
+                          theta, static_cast<float>(weight), pool);
     }
     NextVersion next{{theta.begin(), theta.end()}, {velocity.begin(), velocity.end()}, {}, {}};
     outerNesterovStep(next.theta, next.velocity, late.empty() ? sum : rebased,
@@ -277,7 +281,10 @@ void Coordinator::Impl::tick() {
     // Only the round clock's holder times units out and closes rounds (round_clock.hpp).
     // A process fenced out by a lost close (loseClose) no longer runs it, whatever the lock says.
     const bool clock = !fencedOut && roundClock.held();
-    if (clock != roundClockHeld)
+    // With PostgreSQL the first tick says which it is too: the logs show who holds the clock.
+    const bool first = !roundClockKnown && db.backend() == storage::Backend::Postgres;
+    roundClockKnown = true;
+    if (first || clock != roundClockHeld)
         log(clock       ? "this process runs the round clock now"
             : fencedOut ? "not running the round clock: this process lost a round close"
                         : "not running the round clock: " + roundClock.why());
@@ -292,6 +299,8 @@ void Coordinator::Impl::tick() {
     }
     if (now() - livenessWrittenUnix >= kLivenessFlushSeconds)
         flushLiveness();
+    if (sharded())
+        return shardTick(lock, clock);  // shard_rounds.cpp
     if (!clock)
         return;
     auto q =

@@ -39,13 +39,16 @@ struct NextVersion {
 // is returned. The momentum sees the true mean delta d, as without deltas: quantization changes
 // only what is applied to theta, and the residual puts what it left out into the next version.
 // theta, velocity: (P) the round's version; sum: (P) sum of weight x delta over its results;
-// residual: (P) the version's residual e (codec not Off), else empty.
+// residual: (P) the version's residual e (codec not Off), else empty. offset: a sharded run's
+// range, theta, velocity and sum being values [offset, offset + N) of the model (the step is
+// element-wise, so a range steps exactly as it would inside the whole vector).
 Expected<NextVersion> outerStepOfRound(const StateDir& dirs, const ModelConfig& model,
                                        std::span<const float> theta,
                                        std::span<const float> velocity, std::span<const float> sum,
                                        double weightSum, std::span<const LateResults> late,
                                        const OuterConfig& outer, ThreadPool* pool,
                                        std::span<const float> residual = {},
-                                       WeightDeltaCodec codec = WeightDeltaCodec::Off);
+                                       WeightDeltaCodec codec = WeightDeltaCodec::Off,
+                                       int64_t offset = 0);
 
 }  // namespace tandem::coord

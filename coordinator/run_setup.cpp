@@ -54,6 +54,19 @@ Expected<RunSettings> settingsForNewRun(const CoordinatorConfig& cfg,
     s.seed = cfg.seed & ((uint64_t{1} << 53) - 1);
     s.resultEncoding = cfg.resultEncoding.value_or(cfg.newRunResultEncoding);
     s.weightDeltas = cfg.weightDeltas;
+    s.shards = cfg.newRunShards;
+    const int64_t blocks =
+        (s.model.parameterCount() + net::kInt8ResultBlock - 1) / net::kInt8ResultBlock;
+    if (s.shards < 1 || s.shards > net::kMaxShards || s.shards > blocks)
+        return makeError("--shards " + std::to_string(s.shards) + ": a run has 1 to " +
+                         std::to_string(std::min<int64_t>(net::kMaxShards, blocks)) +
+                         " aggregation shards (" + s.model.describe() + " has " +
+                         std::to_string(blocks) + " blocks of 256 parameters)");
+    if (s.shards > 1 && s.weightDeltas != WeightDeltaCodec::Off)
+        return makeError("--weight-deltas needs whole vectors at one process; a run of " +
+                         std::to_string(s.shards) +
+                         " aggregation shards moves by the outer step as it is (--weight-deltas "
+                         "off)");
     return s;
 }
 
@@ -76,7 +89,8 @@ std::string toJson(const RunSettings& s) {
                 {"seed", s.seed},
                 {"data", s.dataKind},
                 {"result_encoding", net::encodingName(s.resultEncoding)},
-                {"weight_deltas", weightDeltaCodecName(s.weightDeltas)}};
+                {"weight_deltas", weightDeltaCodecName(s.weightDeltas)},
+                {"shards", s.shards}};
     return config.dump();
 }
 
@@ -117,6 +131,10 @@ Expected<RunSettings> runSettingsFromJson(std::string_view text) {
         return makeError("database: the run's weight deltas '" + deltas +
                          "' are unknown; use a newer tandem-coordinator");
     s.weightDeltas = *codec;
+    s.shards = c.value("shards", 1);  // runs from before sharding: one process
+    if (s.shards < 1 || s.shards > net::kMaxShards)
+        return makeError("database: the run has " + std::to_string(s.shards) +
+                         " aggregation shards; expected 1 to " + std::to_string(net::kMaxShards));
     return s;
 }
 
@@ -255,7 +273,7 @@ Expected<RunData> Coordinator::Impl::openTrainData(const StoredTrainData& stored
 }
 
 Status Coordinator::Impl::restore() {
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
     {
         auto q = db.prepare("SELECT COUNT(*) FROM runs");
         if (!q)
@@ -292,18 +310,30 @@ Status Coordinator::Impl::restore() {
     else
         log("no samples for this run: " + tok.error().message);
 
+    // A shard that joins a sharded run, or lost its copy, takes the version's weights from
+    // another shard (shard_rounds.cpp).
+    std::error_code missing;
+    if (sharded() && !fs::exists(dirs.weights(version), missing))
+        if (auto st = fetchVersionWeights(lock, version); !st)
+            return makeError("weights of version " + std::to_string(version) + ": " +
+                             st.error().message);
     auto w = loadCheckpoint(dirs.weights(version), run.model);
     if (!w)
         return makeError("weights of version " + std::to_string(version) + ": " +
                          w.error().message);
     theta = std::move(w->parameters);
-    auto mom = loadCheckpoint(dirs.momentum(version), run.model);
-    if (!mom)
-        return makeError("momentum of version " + std::to_string(version) + ": " +
-                         mom.error().message);
-    vel = std::move(mom->parameters);
-    if (static_cast<int64_t>(theta.size()) != P || static_cast<int64_t>(vel.size()) != P)
-        return makeError("weights or momentum have the wrong size for " + run.model.describe());
+    if (!sharded()) {  // a shard's momentum is its range's (restoreShard)
+        auto mom = loadCheckpoint(dirs.momentum(version), run.model);
+        if (!mom)
+            return makeError("momentum of version " + std::to_string(version) + ": " +
+                             mom.error().message);
+        vel = std::move(mom->parameters);
+        if (static_cast<int64_t>(vel.size()) != P)
+            return makeError("the momentum has the wrong size for " + run.model.describe());
+    }
+    if (static_cast<int64_t>(theta.size()) != P)
+        return makeError("the weights have the wrong size for " + run.model.describe());
+    ownRange = {0, P};
     if (run.weightDeltas != cfg.weightDeltas)
         log(std::string("note: the state directory's run moves by weight deltas '") +
             weightDeltaCodecName(run.weightDeltas) + "'; --weight-deltas " +
@@ -342,10 +372,15 @@ Status Coordinator::Impl::restore() {
     }
     if (auto st = publishBlobs(); !st)
         return st;
-    sum.assign(static_cast<size_t>(P), 0.0f);
-    if (auto st = rebuildRoundSum(); !st)
-        return st;
-    restoreOuterStep();
+    if (sharded()) {
+        if (auto st = restoreShard(); !st)
+            return st;
+    } else {
+        sum.assign(static_cast<size_t>(P), 0.0f);
+        if (auto st = rebuildRoundSum(); !st)
+            return st;
+        restoreOuterStep();
+    }
     cleanStaleFiles(true);
     removeOrphanHeldFiles();
 
@@ -428,13 +463,18 @@ Status Coordinator::Impl::rebuildRoundSum() {
 
 void Coordinator::Impl::cleanStaleFiles(bool startup) {
     std::set<std::string> keep;
-    auto q = db.prepare("SELECT work_unit_id FROM results WHERE round = ?");
+    // The payloads of the round results go into (a shard's: its pieces of that round).
+    auto q = db.prepare(sharded()
+                            ? "SELECT work_unit_id FROM result_pieces WHERE round = ? AND shard = ?"
+                            : "SELECT work_unit_id FROM results WHERE round = ?");
     if (q) {
-        q->bind(1, version);
+        q->bind(1, sumRound());
+        if (sharded())
+            q->bind(2, int64_t{cfg.shard});
         while (q->step())
             keep.insert(std::to_string(q->integer(0)) + ".f16");
     }
-    dirs.removeStale(version, cfg.maxStaleness, keep, startup);
+    dirs.removeStale(version, cfg.maxStaleness, keep, startup, sumRound());
     std::set<std::string> blobs;
     for (const auto& [ver, file] : weightFiles)
         blobs.insert(net::toHex(file.sha256));
@@ -442,6 +482,10 @@ void Coordinator::Impl::cleanStaleFiles(bool startup) {
         blobs.insert(net::toHex(file.sha256));
     for (const TrainShard& shard : data.train())
         blobs.insert(net::toHex(shard.file.sha256));
+    for (const auto& [ver, file] : partFiles)
+        blobs.insert(net::toHex(file.sha256));
+    if (assembled)
+        blobs.insert(net::toHex(assembled->sha256));
     dirs.blobs().removeUnreferenced(blobs);
 }
 

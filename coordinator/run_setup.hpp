@@ -29,6 +29,9 @@ struct RunSettings {
     // that a restart decodes its stored payloads as they were sent.
     uint32_t resultEncoding = net::kEncodingFp16;
     WeightDeltaCodec weightDeltas = WeightDeltaCodec::Off;  // runs from before it: off
+    // Aggregation shards K (docs/protocol.md, "Sharded runs"): 1, one process takes whole
+    // results; K > 1, K processes each take a range's pieces (net::pieceRanges).
+    int shards = 1;
 
     // The inner lr over the run's steps: warmup, then constant at the peak, or with
     // lrDecaySteps > 0 a cosine to minLr at that step.

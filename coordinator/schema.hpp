@@ -6,7 +6,7 @@
 
 namespace tandem::coord {
 
-inline constexpr std::array<std::string_view, 7> kMigrations = {
+inline constexpr std::array<std::string_view, 8> kMigrations = {
     // 1: clients, the run, rounds, work units, accepted results and their receipts.
     R"sql(
 CREATE TABLE clients (
@@ -199,6 +199,47 @@ ALTER TABLE rounds ADD COLUMN weights_sha256 TEXT;
 ALTER TABLE rounds ADD COLUMN weights_bytes INTEGER;
 ALTER TABLE rounds ADD COLUMN delta_sha256 TEXT;
 ALTER TABLE rounds ADD COLUMN delta_bytes INTEGER;
+)sql",
+    // 8: runs aggregated by K shards (issue 16; docs/protocol.md, "Sharded runs"). A result of
+    // such a run arrives as K pieces, each committed by its shard on its own: result_pieces has a
+    // row per committed piece (the first piece of a unit also writes its results row, with the
+    // whole result's figures, and credits it once). rounds.closing_unix: the clock holder marked
+    // the round closing; each shard then steps its range and records its part of the next
+    // version in round_parts; the version is committed once all K parts are there.
+    // shard_processes: where each shard's process is reached (manifests, parts).
+    R"sql(
+ALTER TABLE rounds ADD COLUMN closing_unix INTEGER;
+CREATE TABLE result_pieces (
+  work_unit_id INTEGER NOT NULL REFERENCES work_units(id),
+  shard INTEGER NOT NULL,
+  seq INTEGER NOT NULL,                -- acceptance order at the shard: the order of its sum
+  round INTEGER NOT NULL,              -- the round of the shard's sum it went into
+  weight REAL NOT NULL,
+  sum_squares REAL NOT NULL,
+  payload_sha256 BLOB NOT NULL,        -- of the piece's payload
+  receipt_json TEXT NOT NULL,
+  received_unix INTEGER NOT NULL,
+  PRIMARY KEY (work_unit_id, shard)
+);
+CREATE INDEX result_pieces_round ON result_pieces(shard, round, seq);
+CREATE TABLE round_parts (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  version INTEGER NOT NULL,            -- the version this part is of (the closed round + 1)
+  shard INTEGER NOT NULL,
+  weights_sha256 TEXT NOT NULL,        -- of the part file (part_file.hpp), a blob of the shard
+  weights_bytes INTEGER NOT NULL,
+  pieces INTEGER NOT NULL,
+  weight_sum REAL NOT NULL,
+  created_unix INTEGER NOT NULL,
+  PRIMARY KEY (run_id, version, shard)
+);
+CREATE TABLE shard_processes (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  shard INTEGER NOT NULL,
+  url TEXT NOT NULL,                   -- https://host:port of the shard's process
+  started_unix INTEGER NOT NULL,
+  PRIMARY KEY (run_id, shard)
+);
 )sql",
 };
 

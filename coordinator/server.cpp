@@ -111,15 +111,23 @@ int Server::Impl::expectContinue(const httplib::Request& req, httplib::Response&
         return res.status;
     }
     int64_t wu = 0;
+    int piece = -1;  // /v1/results/<id>/pieces/<k>: a sharded run's piece
     try {
-        wu = std::stoll(req.path.substr(12));
+        size_t used = 0;
+        const std::string rest = req.path.substr(12);
+        wu = std::stoll(rest, &used);
+        if (used < rest.size()) {
+            if (rest.compare(used, 8, "/pieces/") != 0)
+                throw std::invalid_argument("path");
+            piece = std::stoi(rest.substr(used + 8));
+        }
     } catch (...) {
         sendRefusal(res, {404, "unknown_work_unit", "no such work unit"}, true);
         return res.status;
     }
     auto check =
         coord.beginUpload(id.value(), wu, req.has_header("Transfer-Encoding") ? -1 : length.bytes,
-                          req.get_header_value("X-Tandem-Signature"), true);
+                          req.get_header_value("X-Tandem-Signature"), true, piece);
     if (!check.ok()) {
         sendRefusal(res, check.refusal(), true);
         return res.status;
@@ -315,8 +323,9 @@ void Server::Impl::routes() {
                sendJson(res, 200, r.value().toJson());
            });
 
-    s.Put(R"(/v1/results/(\d+))", [this](const httplib::Request& req, httplib::Response& res,
-                                         const httplib::ContentReader& reader) {
+    // A whole result, or (a sharded run) piece k of one: the same checks and stream.
+    const auto upload = [this](const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& reader) {
         // A refusal before the body: drop what is left of it (bounded) so the answer arrives.
         auto refuse = [&](const Refusal& r) { sendRefusal(res, r, !drainBody(reader)); };
         auto id = coord.authenticate(req.get_header_value("Authorization"));
@@ -325,9 +334,16 @@ void Server::Impl::routes() {
         auto wu = pathNumber(req, 1);
         if (!wu)
             return refuse({404, "unknown_work_unit", "no such work unit"});
+        int piece = -1;
+        if (req.matches.size() > 2) {
+            auto k = pathNumber(req, 2);
+            if (!k || *k > net::kMaxShards)
+                return refuse({404, "unknown_piece", "no such piece"});
+            piece = static_cast<int>(*k);
+        }
         const int64_t length = req.has_header("Transfer-Encoding") ? -1 : bodyLength(req).bytes;
-        auto session =
-            coord.beginUpload(id.value(), *wu, length, req.get_header_value("X-Tandem-Signature"));
+        auto session = coord.beginUpload(id.value(), *wu, length,
+                                         req.get_header_value("X-Tandem-Signature"), false, piece);
         if (!session.ok())
             return refuse(session.refusal());
         std::optional<Outcome<std::string>> early;
@@ -346,7 +362,9 @@ void Server::Impl::routes() {
         if (!out.ok())
             return sendRefusal(res, out.refusal(), !complete);
         sendJson(res, 200, out.value());
-    });
+    };
+    s.Put(R"(/v1/results/(\d+))", upload);
+    s.Put(R"(/v1/results/(\d+)/pieces/(\d+))", upload);
 
     // /v1/runs/<run>/<kind>/<n>: the file lookup(run, n) names.
     auto serveRunFile = [this](std::string kind, auto lookup) {

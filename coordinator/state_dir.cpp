@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +24,7 @@ StateDir::StateDir(fs::path root, std::shared_ptr<int> lock)
 Expected<StateDir> StateDir::open(const fs::path& root) {
     std::error_code ec;
     for (const char* sub : {"", "weights", "momentum", "residual", "deltas", "rounds", "uploads",
-                            "data", "held", "blobs/sha256"}) {
+                            "data", "held", "blobs/sha256", "parts"}) {
         fs::create_directories(root / sub, ec);
         if (ec)
             return makeError("cannot create " + (root / sub).string() + ": " + ec.message());
@@ -69,6 +70,28 @@ Expected<ServedFile> StateDir::publishWeightDelta(int64_t toVersion,
     return f;
 }
 
+fs::path StateDir::weightsPart(int64_t version) const {
+    return m_root / "parts" / ("w" + std::to_string(version) + ".part");
+}
+
+fs::path StateDir::momentumPart(int64_t version) const {
+    return m_root / "parts" / ("m" + std::to_string(version) + ".part");
+}
+
+Expected<ServedFile> StateDir::publishWeights(int64_t version, const ModelConfig& model,
+                                              std::span<const float> parameters) const {
+    Checkpoint ck;
+    ck.config = model;
+    ck.parameters.assign(parameters.begin(), parameters.end());
+    auto bytes = serializeCheckpoint(ck);
+    if (auto st = writeFileAtomically(weights(version), bytes); !st)
+        return st.error();
+    ServedFile f{weights(version), static_cast<int64_t>(bytes.size()), net::sha256(bytes)};
+    if (auto st = blobs().publish(f.path, f.sha256); !st)
+        return st.error();
+    return f;
+}
+
 fs::path StateDir::round(int64_t number) const {
     return m_root / "rounds" / std::to_string(number);
 }
@@ -103,13 +126,16 @@ Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model
 }
 
 void StateDir::removeStale(int64_t version, int maxStaleness,
-                           const std::set<std::string>& keepPayloads, bool startup) const {
+                           const std::set<std::string>& keepPayloads, bool startup,
+                           int64_t openRound) const {
     std::error_code ec;
+    if (openRound < 0)
+        openRound = version;
     if (startup)
         for (auto& e : fs::directory_iterator(uploads(), ec))
             fs::remove(e.path(), ec);
     for (auto& e : fs::directory_iterator(m_root / "rounds", ec)) {
-        if (e.path().filename() != std::to_string(version)) {
+        if (e.path().filename() != std::to_string(openRound)) {
             fs::remove_all(e.path(), ec);
             continue;
         }
@@ -132,9 +158,16 @@ void StateDir::removeStale(int64_t version, int maxStaleness,
             const int64_t oldest = isWeights  ? version - maxStaleness - 1
                                    : isDeltas ? version - kKeptWeightDeltas - maxStaleness + 1
                                               : version;
-            if (v < oldest || v > version)
+            const int64_t newest = isWeights ? std::max(version, openRound) : version;
+            if (v < oldest || v > newest)
                 fs::remove(e.path(), ec);
         }
+    }
+    for (auto& e : fs::directory_iterator(m_root / "parts", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.ends_with(".tmp") || (name.size() > 6 && name.ends_with(".part") &&
+                                       std::atoll(name.c_str() + 1) < version - maxStaleness))
+            fs::remove(e.path(), ec);
     }
 }
 

@@ -50,6 +50,10 @@ class StateDir {
     std::filesystem::path residual(int64_t version) const;
     // The weight delta from version - 1 to version (kernels/weight_delta_file.hpp).
     std::filesystem::path weightDelta(int64_t version) const;
+    // A shard's parts of a version (part_file.hpp): its range of the weights (a blob) and of
+    // the momentum.
+    std::filesystem::path weightsPart(int64_t version) const;
+    std::filesystem::path momentumPart(int64_t version) const;
     std::filesystem::path round(int64_t number) const;  // accepted payloads of an open round
     std::filesystem::path payload(int64_t roundNumber, int64_t workUnitId) const;
     // Results held until their twin's result arrives (replication.hpp).
@@ -67,6 +71,11 @@ class StateDir {
                                  std::span<const float> parameters, std::span<const float> velocity,
                                  std::span<const float> residual = {}) const;
 
+    // Writes weights/v<version>.ckpt alone (a sharded run's weights, assembled from its parts)
+    // and publishes it as a blob.
+    Expected<ServedFile> publishWeights(int64_t version, const ModelConfig& model,
+                                        std::span<const float> parameters) const;
+
     // Writes deltas/v<toVersion>.wdlt (atomically, before the caller commits the version) and
     // publishes it as a blob; returns the file as served to workers.
     Expected<ServedFile> publishWeightDelta(int64_t toVersion, const QuantizedDelta& delta) const;
@@ -76,8 +85,11 @@ class StateDir {
     // momentum and residuals other than this version's, weight deltas to versions before
     // version - kKeptWeightDeltas - maxStaleness + 1, and temporary files; at startup also every
     // staging file of an upload (while running they belong to live uploads).
+    // A sharded run (openRound > version: the shard stepped its range of round `version`, whose
+    // next version is not committed yet): the payloads of openRound are kept instead, and the
+    // weights of version + 1; parts of versions before version - maxStaleness are removed.
     void removeStale(int64_t version, int maxStaleness, const std::set<std::string>& keepPayloads,
-                     bool startup) const;
+                     bool startup, int64_t openRound = -1) const;
 
   private:
     StateDir(std::filesystem::path root, std::shared_ptr<int> lock);

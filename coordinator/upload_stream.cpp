@@ -33,6 +33,12 @@ void UploadStream::discard() {
 }
 
 double UploadStream::norm() const {
+    if (m_expect.shards > 0) {
+        double total = 0;
+        for (const net::PieceEntry& e : m_table)
+            total += e.sumSquares;
+        return std::sqrt(total);
+    }
     return std::sqrt(m_sumSquares);
 }
 
@@ -87,12 +93,32 @@ std::optional<Outcome<std::string>> UploadStream::checkHeader() {
                                                " parameters; the run's model " +
                                                m_expect.modelName + " has " +
                                                std::to_string(m_expect.parameterCount)));
+    if (m_expect.shards > 0 && h->formatVersion != net::kResultFormatPieces)
+        return Outcome<std::string>(
+            refuse(422, "bad_piece_table",
+                   "this run is aggregated by " + std::to_string(m_expect.shards) +
+                       " shards and takes results of format version 2 (a piece table after the "
+                       "header, then the piece); this one is version " +
+                       std::to_string(h->formatVersion)));
+    if (m_expect.shards == 0 && h->formatVersion != net::kResultFormatVersion)
+        return Outcome<std::string>(
+            refuse(400, "bad_header",
+                   "a result of format version " + std::to_string(h->formatVersion) +
+                       " (in pieces) goes to the piece URLs of a sharded run; this run takes whole "
+                       "results of format version " +
+                       std::to_string(net::kResultFormatVersion)));
     m_digest = net::resultDigest(*h);
     if (!net::verifySignature(m_expect.clientKey, m_digest, m_expect.signature))
         return Outcome<std::string>(
             refuse(403, "bad_signature",
                    "the signature does not verify with this client's registered public key over "
                    "the result digest (SHA-256 of the 128-byte header)"));
+    if (m_expect.resultDigestMustBe && m_digest != *m_expect.resultDigestMustBe)
+        return Outcome<std::string>(
+            refuse(409, "duplicate",
+                   "work unit " + std::to_string(wuId) +
+                       " already has an accepted result with a different digest (another piece "
+                       "of it was accepted); a work unit counts once"));
     if (m_expect.accepted) {
         if (m_digest == m_expect.acceptedDigest)
             return Outcome<std::string>(m_expect.acceptedReceipt);
@@ -125,13 +151,32 @@ std::optional<Outcome<std::string>> UploadStream::checkHeader() {
     return std::nullopt;
 }
 
+std::optional<Refusal> UploadStream::checkTable() {
+    m_tableChecked = true;
+    if (net::sha256(m_tableBytes) != m_header->payloadSha256)
+        return refuse(422, "bad_piece_table",
+                      "the piece table's SHA-256 differs from the one in the result header");
+    auto table = net::parsePieceTable(m_tableBytes, m_expect.parameterCount);
+    if (!table)
+        return refuse(422, "bad_piece_table", table.error().message);
+    if (static_cast<int>(table->size()) != m_expect.shards)
+        return refuse(422, "bad_piece_table",
+                      "the piece table has " + std::to_string(table->size()) +
+                          " pieces; this run is aggregated by " + std::to_string(m_expect.shards) +
+                          " shards");
+    if (!((*table)[static_cast<size_t>(m_expect.shardIndex)].range == m_expect.pieceRange))
+        return refuse(422, "bad_piece_table", "the piece table's ranges are not this run's");
+    m_table = std::move(*table);
+    return std::nullopt;
+}
+
 std::optional<Refusal> UploadStream::flushBlock() {
     if (m_blockBytes == 0)
         return std::nullopt;
     // Values in the block: a full block, or the payload's tail (finish() checked its length).
     const int64_t n = m_blockBytes == m_blockCapacity
                           ? stageValues()
-                          : std::min(stageValues(), m_expect.parameterCount - m_written);
+                          : std::min(stageValues(), m_expect.payloadValues() - m_written);
     const auto* bytes = reinterpret_cast<const uint8_t*>(m_block.data());
     const std::span<const uint8_t> piece(bytes, m_blockBytes);
     size_t written = 0;
@@ -173,7 +218,7 @@ std::optional<Refusal> UploadStream::flushBlock() {
     }
     m_written += n;
     if (m_written % static_cast<int64_t>(kDecodeChunkHalves) == 0 ||
-        m_written == m_expect.parameterCount) {
+        m_written == m_expect.payloadValues()) {
         m_sumSquares += m_chunkSquares;
         m_chunkSquares = 0;
     }
@@ -193,6 +238,17 @@ std::optional<Outcome<std::string>> UploadStream::feed(std::span<const uint8_t> 
             return std::nullopt;
         if (auto answer = checkHeader())
             return answer;
+    }
+    if (m_expect.shards > 0 && !m_tableChecked) {
+        const size_t tableBytes = static_cast<size_t>(m_expect.shards) * net::kPieceEntryBytes;
+        const size_t take = std::min(bytes.size(), tableBytes - m_tableBytes.size());
+        m_tableBytes.insert(m_tableBytes.end(), bytes.begin(),
+                            bytes.begin() + static_cast<ptrdiff_t>(take));
+        bytes = bytes.subspan(take);
+        if (m_tableBytes.size() < tableBytes)
+            return std::nullopt;
+        if (auto r = checkTable())
+            return Outcome<std::string>(*r);
     }
     if (bytes.empty())
         return std::nullopt;
@@ -226,17 +282,32 @@ std::optional<Refusal> UploadStream::finish(bool complete) {
     if (m_expect.accepted || !m_header)
         return internalError("upload state");
     // The tail holds exactly the values still missing (whole blocks before it were flushed).
-    if (static_cast<int64_t>(m_blockBytes) != layout().bytesOf(m_expect.parameterCount - m_written))
+    if (static_cast<int64_t>(m_blockBytes) !=
+        layout().bytesOf(m_expect.payloadValues() - m_written))
         return refuse(400, "truncated",
-                      "the payload is not " + std::to_string(layout().bytes()) +
-                          " bytes of P = " + std::to_string(m_expect.parameterCount) + " " +
+                      "the payload is not " + std::to_string(layout().bytes()) + " bytes of " +
+                          std::to_string(m_expect.payloadValues()) + " " +
                           net::encodingName(m_expect.encoding) + " values");
     if (auto r = flushBlock())
         return *r;
-    if (m_payloadHash.finish() != m_header->payloadSha256)
+    const bool piece = m_expect.shards > 0;
+    if (m_payloadHash.finish() != (piece ? pieceEntry().sha256 : m_header->payloadSha256))
         return refuse(422, "digest_mismatch",
-                      "the payload's SHA-256 differs from the one in the result header; the "
-                      "data was damaged in transit or the header is wrong");
+                      piece ? "the piece's SHA-256 differs from its entry in the piece table; the "
+                              "data was damaged in transit or the table is wrong"
+                            : "the payload's SHA-256 differs from the one in the result header; "
+                              "the data was damaged in transit or the header is wrong");
+    if (piece) {
+        // Each shard checks its own piece's sum, so the whole norm that every shard computes
+        // from the table (and gates on) is checked piece by piece; to 1e-4, since a scan sums
+        // in float within its blocks (kernels/codec.hpp) where the worker sums in double.
+        const double claimed = pieceEntry().sumSquares;
+        if (std::abs(claimed - m_sumSquares) >
+            kPieceSumTolerance * std::max(claimed, m_sumSquares) + 1e-30)
+            return refuse(422, "norm_mismatch",
+                          "the piece's sum of squares is " + fmt(m_sumSquares, 12) +
+                              "; its entry in the piece table says " + fmt(claimed, 12));
+    }
     if (::fsync(m_fd) != 0)
         return writeFailed("flush", errno);
     ::close(m_fd);

@@ -32,6 +32,10 @@ namespace tandem::coord {
 inline constexpr size_t kStageBlockHalves = size_t{1} << 16;
 inline constexpr size_t kStageBlockValues = size_t{1} << 17;  // int8
 
+// A piece's sum of squares in its table may differ from the shard's own by this much (relative):
+// the shard's scan sums in float within blocks, the worker in double.
+inline constexpr double kPieceSumTolerance = 1e-4;
+
 // What an upload must match, fixed when it begins.
 struct UploadExpectation {
     int64_t workUnitId = 0;
@@ -61,6 +65,19 @@ struct UploadExpectation {
     // cosine to it is measured as the payload streams; the intake recomputes it from the
     // staging file when a round closed during the upload (the direction changed).
     std::shared_ptr<const std::vector<float>> direction;
+    // A piece of a sharded run's result (docs/protocol.md, "Sharded runs"): the header is format
+    // version 2, the piece table of `shards` entries follows it, then the values of this
+    // shard's range. shards 0: a whole result (format version 1).
+    int shards = 0;
+    int shardIndex = 0;
+    net::PieceRange pieceRange;
+    // A piece of a unit whose result another shard accepted: its digest must be this one.
+    std::optional<net::Sha256Digest> resultDigestMustBe;
+
+    // The values the payload holds: P, or the piece's range.
+    int64_t payloadValues() const {
+        return shards > 0 ? pieceRange.end - pieceRange.begin : parameterCount;
+    }
 };
 
 class UploadStream {
@@ -83,7 +100,10 @@ class UploadStream {
     // After a successful finish():
     const net::ResultHeader& header() const { return *m_header; }
     const net::Sha256Digest& resultDigest() const { return m_digest; }  // of the header
-    double norm() const;                                                // of the payload
+    // Of the payload; of a piece: of the whole result, from the piece table's sums.
+    double norm() const;
+    // A piece: its entry of the piece table (checked against its bytes by finish()).
+    const net::PieceEntry& pieceEntry() const { return m_table[m_expect.shardIndex]; }
     // The cosine to expectation.direction (none without one, or for a zero payload).
     std::optional<double> cosine() const { return m_cosine.value(); }
     const std::shared_ptr<const std::vector<float>>& direction() const {
@@ -100,8 +120,9 @@ class UploadStream {
 
   private:
     std::optional<Outcome<std::string>> checkHeader();
+    std::optional<Refusal> checkTable();
     std::optional<Refusal> flushBlock();
-    PayloadLayout layout() const { return {m_expect.encoding, m_expect.parameterCount}; }
+    PayloadLayout layout() const { return {m_expect.encoding, m_expect.payloadValues()}; }
     // Values of a full staging block.
     int64_t stageValues() const;
     std::optional<Refusal> writeFailed(const char* what, int error);
@@ -109,6 +130,9 @@ class UploadStream {
     UploadExpectation m_expect;
     std::vector<uint8_t> m_head;
     std::optional<net::ResultHeader> m_header;
+    std::vector<uint8_t> m_tableBytes;  // a piece's table as it arrives
+    std::vector<net::PieceEntry> m_table;
+    bool m_tableChecked = false;
     net::Sha256Digest m_digest{};
     net::Sha256 m_payloadHash;
     std::vector<uint16_t> m_block;  // arriving bytes (uint16_t: aligned for fp16)

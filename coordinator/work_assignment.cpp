@@ -175,6 +175,27 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
                           net::encodingName(run.resultEncoding) + " results, stated in version " +
                           std::to_string(net::kResultEncodingProtocol) +
                           " manifests; update Tandem on this worker");
+    // A sharded run's results arrive in pieces, which only version 6 manifests describe; and
+    // every shard must have said where it is.
+    if (sharded()) {
+        if (req.protocol < kShardedProtocol)
+            return refuse(409, "protocol_too_old",
+                          "protocol version " + std::to_string(req.protocol) +
+                              " is not supported by this run: it is aggregated by " +
+                              std::to_string(run.shards) +
+                              " shards and takes results in pieces, stated in version " +
+                              std::to_string(kShardedProtocol) +
+                              " manifests; update Tandem on this worker");
+        if (static_cast<int>(shardUrls.size()) < run.shards)
+            if (auto st = readShardUrls(); !st)
+                return internalError(st.error().message);
+        if (static_cast<int>(shardUrls.size()) < run.shards)
+            return refuse(503, "shards_not_ready",
+                          std::to_string(shardUrls.size()) + " of the run's " +
+                              std::to_string(run.shards) +
+                              " aggregation shards have started; try again shortly",
+                          10);
+    }
     // A unit waiting for its twin goes first (replication.cpp).
     if (auto twin = assignTwin(clientId, requestId))
         return std::move(*twin);
@@ -296,7 +317,9 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     m.model = run.model;
     const ServedFile& wf = wfIt->second;
     // A front end's weights and uploads are the aggregating process's (front_end.cpp).
-    const std::string origin = frontEnd() ? cfg.uploadBase : std::string();
+    const std::string origin = sharded()    ? shardUrls.begin()->second
+                               : frontEnd() ? cfg.uploadBase
+                                            : std::string();
     m.weightsUrl =
         origin + "/v1/runs/" + std::to_string(runId) + "/weights/" + std::to_string(version);
     m.weightsSha256 = wf.sha256;
@@ -329,6 +352,22 @@ Outcome<WorkOffer> Coordinator::Impl::assignWork(int64_t clientId, const net::Wo
     if (twinWanted)
         m.protocol = oldestManifestProtocol(run);
     m.resultEncoding = run.resultEncoding;
+    // Version 6, a sharded run: where each piece of the result goes (docs/protocol.md).
+    if (sharded()) {
+        m.protocol = std::max(m.protocol, kShardedProtocol);
+        int64_t largest = 0;
+        int k = 0;
+        for (const net::PieceRange& r : net::pieceRanges(P, run.shards)) {
+            m.shards.push_back(net::ShardUpload{r, shardUrls[k] + "/v1/results/" +
+                                                       std::to_string(wuId) + "/pieces/" +
+                                                       std::to_string(k)});
+            largest = std::max(largest, net::piecePayloadBytes(run.resultEncoding, r));
+            ++k;
+        }
+        m.uploadUrl = m.shards.front().uploadUrl;
+        m.maxUploadBytes = static_cast<int64_t>(net::kResultHeaderBytes) +
+                           run.shards * static_cast<int64_t>(net::kPieceEntryBytes) + largest;
+    }
     // Version 4: the same files as blobs, on the coordinator and its mirrors.
     if (m.protocol >= 4) {
         m.weightsUrls = weightBlobUrls(wf.sha256);
@@ -404,6 +443,15 @@ Outcome<net::ProgressReply> Coordinator::Impl::heartbeat(int64_t clientId, int64
     const std::string reason = q->text(3);
     net::ProgressReply reply;
     reply.minSteps = minResultSteps(run, static_cast<int>(q->integer(4)));
+    if (state == "accepted" && sharded()) {
+        // Its other pieces are still wanted at their shards until each has one.
+        auto n = db.prepareCached("SELECT COUNT(*) FROM result_pieces WHERE work_unit_id = ?");
+        if (!n)
+            return internalError(n.error().message);
+        n->bind(1, workUnitId);
+        if (n->step() && n->integer(0) < run.shards)
+            return reply;
+    }
     if (state == "accepted") {
         reply.action = "abandon";
         reply.reason = "the result of this work unit was already accepted";

@@ -12,6 +12,10 @@
 
 namespace tandem::coord {
 
+// The first manifest version that lists a sharded run's piece URLs ("shards"); a sharded run
+// has no work for a worker that asks with an older one.
+inline constexpr int kShardedProtocol = 6;
+
 // Inner steps H for a worker: about targetSeconds of its reported throughput, clamped to
 // [minInnerSteps, innerSteps], so fast and slow workers take about the same wall time; the
 // maximum when it reported none (tokensPerSecond <= 0).

@@ -10,6 +10,7 @@
 //
 // Dimensions: P parameters.
 #include "../tools/postgres_cluster.hpp"
+#include "coordinator_processes.hpp"
 #include "crypto.hpp"
 #include "protocol.hpp"
 #include "result_format.hpp"
@@ -31,61 +32,6 @@ using namespace tandem::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// One tandem-coordinator process.
-struct Process {
-    QProcess proc;
-    QString stateDir;
-    QStringList args;
-    int port = 0;
-
-    // listenPort 0: any free one (read back from its log).
-    bool start(int listenPort = 0) {
-        proc.setProgram(TANDEM_COORDINATOR_BIN);
-        proc.setArguments(QStringList{"--listen", "127.0.0.1:" + QString::number(listenPort),
-                                      "--state-dir", stateDir} +
-                          args);
-        proc.setProcessChannelMode(QProcess::SeparateChannels);
-        proc.start();
-        if (!proc.waitForStarted(10000))
-            return false;
-        QByteArray out;
-        while (!out.contains("pin ")) {
-            if (!proc.waitForReadyRead(30000)) {
-                qWarning("coordinator did not start: %s", proc.readAllStandardError().constData());
-                return false;
-            }
-            out += proc.readAllStandardOutput();
-        }
-        const int at = out.indexOf("listening on port ");
-        port = out.mid(at + 18, out.indexOf('\n', at) - at - 18).toInt();
-        return port > 0;
-    }
-    void kill9() {
-        ::kill(static_cast<pid_t>(proc.processId()), SIGKILL);
-        proc.waitForFinished(10000);
-    }
-    std::unique_ptr<httplib::SSLClient> connect(const QString& caDir) const {
-        auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port);
-        c->set_ca_cert_path((caDir + "/tls/cert.pem").toStdString().c_str());
-        c->enable_server_certificate_verification(true);
-        c->set_connection_timeout(2, 0);
-        c->set_read_timeout(10, 0);
-        return c;
-    }
-};
-
-struct Client {
-    net::SigningKey key = net::SigningKey::generate().value();
-    int64_t id = 0;
-    std::string token;
-    httplib::Headers auth() const { return {{"Authorization", "Bearer " + token}}; }
-};
-
-std::string errorCode(const std::string& body) {
-    auto e = net::ApiError::fromJson(body);
-    return e ? e->code : "(not an error: " + body + ")";
-}
 
 // The body and signature a worker uploads for m: a small delta in one direction, of size
 // 2^(scale - 11) per value (scale 1 to 4), so that no two scales upload the same payload.
