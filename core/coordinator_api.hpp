@@ -113,6 +113,16 @@ class CoordinatorApi {
                                                   const std::filesystem::path& resultFile,
                                                   const net::Signature& signature,
                                                   const TransferProgressFn& progress) = 0;
+    // Protocol v6: PUT of piece `shard` of a pieced result (pieceFile: its body, the header,
+    // the piece table and the piece's payload) to that shard's upload URL, with the signature of
+    // the result digest. The receipt verifies against the pinned key and names the header's
+    // unit, its digest and this shard. Idempotent per piece as uploadResult is per result.
+    virtual ApiResult<UploadOutcome> uploadPiece(const std::string& /*uploadUrl*/,
+                                                 const std::filesystem::path& /*pieceFile*/,
+                                                 int /*shard*/, const net::Signature& /*signature*/,
+                                                 const TransferProgressFn& /*progress*/) {
+        return apiFailure("this coordinator connection cannot upload result pieces", false);
+    }
     // The donor's display name and team (PUT /v1/clients/self); the profile stored.
     virtual ApiResult<net::DonorProfile> updateProfile(const net::DonorProfile& /*profile*/) {
         return apiFailure("this coordinator connection cannot set a display name or team", false);

@@ -91,7 +91,23 @@ CREATE TABLE events (
 CREATE INDEX events_at ON events(at_ms);
 )sql";
 
-constexpr std::array<Migration, 1> kMigrations{{{1, kSchemaV1}}};
+// Version 2 (protocol v6, sharded runs): the outcome of each piece of a result uploaded in
+// pieces, so that a restart sends only the pieces not settled yet. The unit keeps its one row in
+// work_units and, once accepted, its one receipt (the credit counted once).
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE result_pieces (
+    work_unit_id TEXT NOT NULL REFERENCES work_units(id) ON DELETE CASCADE,
+    shard INTEGER NOT NULL CHECK (shard >= 0),
+    state TEXT NOT NULL CHECK (state IN ('accepted', 'refused')),
+    at_ms INTEGER NOT NULL,
+    detail TEXT NOT NULL,
+    signature BLOB NOT NULL,
+    receipt_json BLOB NOT NULL,
+    PRIMARY KEY (work_unit_id, shard)
+) STRICT;
+)sql";
+
+constexpr std::array<Migration, 2> kMigrations{{{1, kSchemaV1}, {2, kSchemaV2}}};
 
 constexpr std::array<const char*, 10> kStateNames{
     "assigned", "downloading", "training", "trained", "uploading",
@@ -433,6 +449,47 @@ Expected<int64_t> Ledger::recordTransfer(const Transfer& x) {
     if (Status s = q->run(); !s)
         return s.error();
     return m_db->lastInsertId();
+}
+
+Status Ledger::recordPieceOutcome(const std::string& workUnitId, const PieceOutcome& piece) {
+    std::lock_guard lock(m_mutex);
+    const char* op = "recording the outcome of a result piece";
+    auto q = prepare(
+        "INSERT INTO result_pieces(work_unit_id, shard, state, at_ms, detail, signature, "
+        "receipt_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+        "ON CONFLICT(work_unit_id, shard) DO NOTHING",
+        op);
+    if (!q)
+        return q.error();
+    q->bind(1, workUnitId).bind(2, static_cast<int64_t>(piece.shard));
+    q->bind(3, piece.accepted ? "accepted" : "refused").bind(4, piece.atMs).bind(5, piece.detail);
+    q->bind(6, piece.signature).bind(7, piece.receiptJson);
+    return q->run();
+}
+
+Expected<std::vector<PieceOutcome>> Ledger::pieceOutcomes(const std::string& workUnitId) {
+    std::lock_guard lock(m_mutex);
+    auto q = prepare(
+        "SELECT shard, state, at_ms, detail, signature, receipt_json FROM result_pieces "
+        "WHERE work_unit_id = ?1 ORDER BY shard",
+        "reading the outcomes of result pieces");
+    if (!q)
+        return q.error();
+    q->bind(1, workUnitId);
+    std::vector<PieceOutcome> out;
+    while (q->step()) {
+        PieceOutcome p;
+        p.shard = static_cast<int>(q->integer(0));
+        p.accepted = q->text(1) == "accepted";
+        p.atMs = q->integer(2);
+        p.detail = q->text(3);
+        p.signature = q->blob(4);
+        p.receiptJson = q->blob(5);
+        out.push_back(std::move(p));
+    }
+    if (Status s = q->status(); !s)
+        return s.error();
+    return out;
 }
 
 Expected<int64_t> Ledger::recordEvent(int64_t atMs, EventLevel level, const std::string& message) {

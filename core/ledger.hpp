@@ -81,6 +81,18 @@ struct Receipt {
     std::vector<uint8_t> body;
 };
 
+// Protocol v6: what became of one piece of a result uploaded in pieces (a sharded run). accepted:
+// the piece's signed receipt (receiptJson verbatim, its signature); refused: why (detail).
+struct PieceOutcome {
+    int shard = 0;
+    bool accepted = false;
+    int64_t atMs = 0;
+    std::string detail;
+    std::vector<uint8_t> signature;
+    std::vector<uint8_t> receiptJson;
+    bool operator==(const PieceOutcome&) const = default;
+};
+
 struct DeviceSample {
     int64_t atMs = 0;
     std::string device;
@@ -217,6 +229,9 @@ class Ledger {
     // Stores the receipt and moves the unit to Accepted, in one transaction. The same receipt
     // again is a no-op; a different receipt for the same unit is an error.
     Status recordReceipt(const Receipt& receipt);
+    // The outcome of piece `piece.shard` of the unit's result; a piece already recorded keeps its
+    // first outcome (a retry after a restart records nothing new).
+    Status recordPieceOutcome(const std::string& workUnitId, const PieceOutcome& piece);
     Status recordSample(const DeviceSample& sample);
     Expected<int64_t> recordTransfer(const Transfer& transfer);
     Expected<int64_t> recordEvent(int64_t atMs, EventLevel level, const std::string& message);
@@ -229,6 +244,8 @@ class Ledger {
     Expected<std::optional<WorkUnitRecord>> workUnit(const std::string& id);
     Expected<std::vector<WorkUnitTransition>> transitions(const std::string& id);
     Expected<std::optional<Receipt>> receipt(const std::string& workUnitId);
+    // The recorded piece outcomes of a unit's result, by shard (empty for a whole result).
+    Expected<std::vector<PieceOutcome>> pieceOutcomes(const std::string& workUnitId);
     // Units not yet settled: trained or uploading or uploaded without a receipt (for restart).
     Expected<std::vector<WorkUnitRecord>> pendingWorkUnits();
     Expected<Totals> totals();

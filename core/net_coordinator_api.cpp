@@ -147,4 +147,18 @@ ApiResult<UploadOutcome> NetCoordinatorApi::uploadResult(const std::string& uplo
     return out;
 }
 
+ApiResult<UploadOutcome> NetCoordinatorApi::uploadPiece(const std::string& uploadUrl,
+                                                        const std::filesystem::path& pieceFile,
+                                                        int shard, const net::Signature& signature,
+                                                        const TransferProgressFn& progress) {
+    auto r = m_client->uploadPiece(uploadUrl, pieceFile, shard, signature, adapt(progress));
+    if (!r)
+        return toApiFailure(r.error());
+    UploadOutcome out;
+    out.receipt = r->receipt;
+    out.receiptJson = r->receiptJson;
+    out.bytesSent = r->bytesSent;
+    return out;
+}
+
 }  // namespace tandem::core

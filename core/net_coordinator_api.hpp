@@ -42,6 +42,10 @@ class NetCoordinatorApi final : public CoordinatorApi {
                                           const std::filesystem::path& resultFile,
                                           const net::Signature& signature,
                                           const TransferProgressFn& progress) override;
+    ApiResult<UploadOutcome> uploadPiece(const std::string& uploadUrl,
+                                         const std::filesystem::path& pieceFile, int shard,
+                                         const net::Signature& signature,
+                                         const TransferProgressFn& progress) override;
 
     net::CoordinatorClient& client() { return *m_client; }
 

@@ -12,7 +12,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The results/ files of each unit: <id>.json and <id>.result.
+// The results/ files of each unit: <id>.json and <id>.result, and a sharded run's pieces
+// <id>.<k>.piece (counted as result files: without the .json they go as a .result does).
 struct ResultFiles {
     bool info = false;
     bool result = false;
@@ -23,9 +24,11 @@ std::map<int64_t, ResultFiles> resultFilesByUnit(const DataDir& files) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(files.resultsDir(), ec)) {
         const std::string ext = e.path().extension().string();
-        if (ext != ".json" && ext != ".result")
+        if (ext != ".json" && ext != ".result" && ext != ".piece")
             continue;
-        const std::string stem = e.path().stem().string();
+        std::string stem = e.path().stem().string();
+        if (ext == ".piece")
+            stem = stem.substr(0, stem.find('.'));
         if (stem.empty() || stem.size() > 18 ||
             stem.find_first_not_of("0123456789") != std::string::npos)
             continue;  // not a file of ours

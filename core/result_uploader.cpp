@@ -3,6 +3,11 @@
 
 #include "unit_end.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <thread>
+
 namespace tandem::core {
 
 UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
@@ -38,6 +43,8 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
             return UploadQueue::Verdict::now();
         }
     }
+    if (!p.pieces.empty())
+        return runPieces(p);
     m_shared.transition(p.workUnitId, WorkUnitState::Uploading);
     {
         std::lock_guard lock(m_shared.mu);
@@ -117,6 +124,235 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
     }
     settle(p, WorkUnitState::Accepted, {}, &*res);
     return UploadQueue::Verdict::now();
+}
+
+UploadQueue::Verdict ResultUploader::runPieces(const PendingResult& p) {
+    const std::string id = wuKey(p.workUnitId);
+    auto recorded = m_shared.ledger.pieceOutcomes(id);
+    if (!recorded) {
+        m_shared.log(EventLevel::Error, "ledger: cannot read the pieces of work unit " + id + ": " +
+                                            recorded.error().message);
+        return UploadQueue::Verdict::retryAt(m_shared.now() + m_shared.cfg.backoffInitialMs);
+    }
+    std::vector<bool> settled(p.pieces.size(), false);
+    for (const PieceOutcome& o : *recorded)
+        if (o.shard >= 0 && static_cast<size_t>(o.shard) < settled.size())
+            settled[static_cast<size_t>(o.shard)] = true;
+    auto& retry = m_pieceRetry[p.workUnitId];
+    retry.resize(p.pieces.size());
+    const int64_t nowMs = m_shared.now();
+    std::vector<size_t> due;
+    for (size_t k = 0; k < p.pieces.size(); ++k)
+        if (!settled[k] && retry[k].atMs <= nowMs)
+            due.push_back(k);
+    if (due.empty()) {
+        if (std::find(settled.begin(), settled.end(), false) == settled.end()) {
+            settlePieces(p, *recorded);
+            return UploadQueue::Verdict::now();
+        }
+        int64_t next = INT64_MAX;
+        for (size_t k = 0; k < p.pieces.size(); ++k)
+            if (!settled[k])
+                next = std::min(next, retry[k].atMs);
+        return UploadQueue::Verdict::retryAt(next);
+    }
+
+    // Every due piece at once, one thread each.
+    m_shared.transition(p.workUnitId, WorkUnitState::Uploading);
+    int64_t dueBytes = 0;
+    for (size_t k : due)
+        dueBytes += p.pieces[k].bytes;
+    std::vector<int64_t> done(due.size(), 0);
+    std::vector<double> rates(due.size(), 0);
+    {
+        std::lock_guard lock(m_shared.mu);
+        m_shared.snap.upload = UploadInFlight{id, 0, dueBytes, 0};
+    }
+    const int64_t startMs = m_shared.now();
+    std::vector<std::optional<ApiResult<UploadOutcome>>> results(due.size());
+    {
+        std::vector<std::thread> threads;
+        threads.reserve(due.size());
+        for (size_t i = 0; i < due.size(); ++i) {
+            threads.emplace_back([&, i] {
+                const PendingPiece& piece = p.pieces[due[i]];
+                results[i] = m_shared.deps.api->uploadPiece(
+                    piece.uploadUrl, piece.file, piece.shard, p.signature,
+                    [&, i](int64_t bytesDone, int64_t, double rate) {
+                        if (bytesDone > 0)
+                            m_shared.hook("upload");
+                        std::lock_guard lock(m_shared.mu);
+                        done[i] = bytesDone;
+                        rates[i] = rate;
+                        if (m_shared.snap.upload) {
+                            int64_t sum = 0;
+                            double rateSum = 0;
+                            for (size_t j = 0; j < done.size(); ++j) {
+                                sum += done[j];
+                                rateSum += rates[j];
+                            }
+                            m_shared.snap.upload->bytesDone = sum;
+                            m_shared.snap.upload->bytesPerSecond = rateSum;
+                        }
+                        return !m_shared.uploads.stopRequestedLocked() && !m_shared.crashed.load();
+                    });
+            });
+        }
+        for (auto& t : threads)
+            t.join();
+    }
+    if (m_shared.crashed.load())
+        return UploadQueue::Verdict::stop();
+    {
+        std::lock_guard lock(m_shared.mu);
+        m_shared.snap.upload.reset();
+    }
+    bool stopping;
+    {
+        std::lock_guard lock(m_shared.mu);
+        stopping = m_shared.uploads.stopRequestedLocked();
+    }
+    const auto pinned = m_registrar.coordinatorKey();
+    std::string lastFailure;
+    for (size_t i = 0; i < due.size(); ++i) {
+        const size_t k = due[i];
+        const PendingPiece& piece = p.pieces[k];
+        const std::string which = "piece " + std::to_string(k) + " of work unit " + id;
+        const auto& res = *results[i];
+        if (!res) {
+            m_shared.recordTransfer(Direction::Up, "result", res.error().bytesTransferred, startMs,
+                                    false, p.workUnitId,
+                                    "piece " + std::to_string(k) + ": " + res.error().message);
+            if (stopping)
+                continue;
+            if (res.error().transient) {
+                ++retry[k].attempt;
+                const int64_t delay =
+                    backoffDelayMs(m_shared.cfg, retry[k].attempt, m_shared.jitterUnit(),
+                                   res.error().retryAfterMs);
+                retry[k].atMs = m_shared.now() + delay;
+                lastFailure = res.error().message;
+                m_shared.log(EventLevel::Warning,
+                             "upload of " + which + " failed: " + res.error().message +
+                                 " (retry in " + std::to_string(delay / 1000) + " s)");
+                continue;
+            }
+            PieceOutcome refused;
+            refused.shard = static_cast<int>(k);
+            refused.atMs = m_shared.now();
+            refused.detail = refusalDetail(res.error());
+            m_shared.log(EventLevel::Error, which + " was refused: " + res.error().message);
+            if (auto st = m_shared.ledger.recordPieceOutcome(id, refused); !st)
+                m_shared.log(EventLevel::Error, "ledger: cannot record the refusal of " + which +
+                                                    ": " + st.error().message);
+            continue;
+        }
+        m_shared.hook("receipt");
+        m_shared.recordTransfer(Direction::Up, "result", res->bytesSent, startMs, true,
+                                p.workUnitId, {});
+        const net::Receipt& r = res->receipt;
+        std::string problem;
+        if (!pinned || !r.verify(*pinned))
+            problem = "the receipt is not signed by the coordinator key pinned at registration";
+        else if (r.workUnitId != p.workUnitId)
+            problem = "the receipt is for work unit " + wuKey(r.workUnitId);
+        else if (r.resultDigest != p.digest)
+            problem = "the receipt names another result digest (" +
+                      net::toHex(r.resultDigest).substr(0, 16) + "...)";
+        else if (r.shard != piece.shard)
+            problem = "the receipt is for " +
+                      (r.shard ? "piece " + std::to_string(*r.shard) : std::string("no piece"));
+        PieceOutcome o;
+        o.shard = piece.shard;
+        o.atMs = m_shared.now();
+        if (problem.empty()) {
+            o.accepted = true;
+            o.signature.assign(r.signature.begin(), r.signature.end());
+            o.receiptJson.assign(res->receiptJson.begin(), res->receiptJson.end());
+            m_shared.log(EventLevel::Info,
+                         which + " accepted into round " + std::to_string(r.round));
+        } else {
+            o.detail = problem;
+            m_shared.log(EventLevel::Error, which + " was refused: " + problem);
+        }
+        retry[k] = {};
+        if (auto st = m_shared.ledger.recordPieceOutcome(id, o); !st) {
+            // Not recorded: sent again later (idempotent, the same receipt back).
+            m_shared.log(EventLevel::Error,
+                         "ledger: cannot record " + which + ": " + st.error().message);
+            retry[k].atMs = m_shared.now() + m_shared.cfg.backoffInitialMs;
+        }
+    }
+    if (stopping) {
+        m_shared.transition(p.workUnitId, WorkUnitState::Trained, "upload interrupted");
+        return UploadQueue::Verdict::stop();
+    }
+    // Settled now? Else wait for the earliest piece's retry.
+    auto after = m_shared.ledger.pieceOutcomes(id);
+    if (after && after->size() == p.pieces.size()) {
+        settlePieces(p, *after);
+        return UploadQueue::Verdict::now();
+    }
+    std::vector<bool> open(p.pieces.size(), true);
+    if (after)
+        for (const PieceOutcome& o : *after)
+            if (o.shard >= 0 && static_cast<size_t>(o.shard) < open.size())
+                open[static_cast<size_t>(o.shard)] = false;
+    int64_t next = INT64_MAX;
+    for (size_t k = 0; k < p.pieces.size(); ++k)
+        if (open[k])
+            next = std::min(next, retry[k].atMs);
+    if (next == INT64_MAX)
+        next = m_shared.now();
+    m_shared.transition(p.workUnitId, WorkUnitState::Trained,
+                        lastFailure.empty() ? "some pieces are still to be sent" : lastFailure);
+    {
+        std::lock_guard lock(m_shared.mu);
+        m_shared.setNextLocked(NextAction(NextStep::RetryUploadAt, next, id));
+    }
+    return UploadQueue::Verdict::retryAt(next);
+}
+
+void ResultUploader::settlePieces(const PendingResult& p,
+                                  const std::vector<PieceOutcome>& outcomes) {
+    const std::string id = wuKey(p.workUnitId);
+    m_pieceRetry.erase(p.workUnitId);
+    const PieceOutcome* first = nullptr;
+    std::string refusedText;
+    std::string firstRefusal;
+    for (const PieceOutcome& o : outcomes) {
+        if (o.accepted) {
+            if (!first)
+                first = &o;
+            continue;
+        }
+        if (firstRefusal.empty())
+            firstRefusal = o.detail;
+        refusedText +=
+            (refusedText.empty() ? "" : ", ") + std::to_string(o.shard) + " (" + o.detail + ")";
+    }
+    if (first) {
+        const std::string json(first->receiptJson.begin(), first->receiptJson.end());
+        auto receipt = net::Receipt::fromJson(json);
+        if (!receipt) {
+            settle(p, WorkUnitState::Rejected,
+                   "the stored receipt of piece " + std::to_string(first->shard) +
+                       " cannot be read: " + receipt.error().message,
+                   nullptr);
+            return;
+        }
+        if (!refusedText.empty())
+            m_shared.log(EventLevel::Warning,
+                         "work unit " + id + ": " + std::to_string(outcomes.size()) +
+                             " pieces, these were refused: " + refusedText + "; the others count");
+        UploadOutcome outcome;
+        outcome.receipt = std::move(*receipt);
+        outcome.receiptJson = json;
+        settle(p, WorkUnitState::Accepted, {}, &outcome);
+        return;
+    }
+    settle(p, WorkUnitState::Rejected, "every piece was refused: " + refusedText, nullptr,
+           firstRefusal);
 }
 
 void ResultUploader::settle(const PendingResult& p, WorkUnitState state, const std::string& detail,

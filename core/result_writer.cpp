@@ -6,10 +6,23 @@
 #include "result_format.hpp"
 
 #include <cstdio>
+#include <cstring>
 
 namespace tandem::core {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The result file and the pieces of a result that could not be written whole.
+void removePendingResultFiles(const PendingResult& p) {
+    std::error_code ec;
+    for (const auto& piece : p.pieces)
+        fs::remove(piece.file, ec);
+    fs::remove(p.file, ec);
+}
+
+}  // namespace
 
 Expected<std::vector<uint8_t>> ResultWriter::encodePayload(net::ResultHeader& h, Backend& backend,
                                                            const std::vector<float>& start) {
@@ -56,6 +69,50 @@ Expected<std::vector<uint8_t>> ResultWriter::encodePayload(net::ResultHeader& h,
     return net::buildResult(h, payload);
 }
 
+Expected<std::vector<uint8_t>> ResultWriter::writePieces(const net::Manifest& m,
+                                                         std::span<const uint8_t> body,
+                                                         PendingResult& p) {
+    auto header = net::parseResultHeader(body);
+    if (!header)
+        return header.error();
+    std::vector<net::PieceRange> ranges;
+    for (const auto& s : m.shards)
+        ranges.push_back(s.range);
+    const auto payload = body.subspan(net::kResultHeaderBytes);
+    auto pieced = net::buildPiecedResult(*header, payload, ranges);
+    if (!pieced)
+        return pieced.error();
+    auto removeWritten = [&] {
+        std::error_code ec;
+        for (const auto& piece : p.pieces)
+            fs::remove(piece.file, ec);
+        p.pieces.clear();
+    };
+    for (size_t k = 0; k < m.shards.size(); ++k) {
+        PendingPiece piece;
+        piece.shard = static_cast<int>(k);
+        piece.uploadUrl = m.shards[k].uploadUrl;
+        piece.file = m_shared.files.pieceFile(m.workUnitId, piece.shard);
+        const auto pieceBody = net::pieceBody(*pieced, payload, k);
+        piece.bytes = static_cast<int64_t>(pieceBody.size());
+        m_shared.checkCrash();
+        if (auto st = writeFileAtomically(piece.file, pieceBody); !st) {
+            removeWritten();
+            return st.error();
+        }
+        p.pieces.push_back(std::move(piece));
+    }
+    p.bytes = 0;
+    for (const auto& piece : p.pieces)
+        p.bytes += piece.bytes;
+    p.digest = net::resultDigest(pieced->header);
+    const auto head = net::serializeResultHeader(pieced->header);
+    std::vector<uint8_t> out(head.size() + pieced->table.size());
+    std::memcpy(out.data(), head.data(), head.size());
+    std::memcpy(out.data() + head.size(), pieced->table.data(), pieced->table.size());
+    return out;
+}
+
 Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vector<float>& start,
                            const char* stoppedBy) {
     const net::Manifest& m = a.manifest;
@@ -88,18 +145,28 @@ Status ResultWriter::write(const ActiveUnit& a, Backend& backend, const std::vec
     p.steps = header->steps;
     p.lossLast = header->lossLast;
     p.heartbeatMs = heartbeatPeriodMs(m.heartbeatSeconds);
+    // A sharded run's result: the pieces first, then the head (header and table) as the .result.
+    std::vector<uint8_t> head;
+    if (!m.shards.empty()) {
+        auto written = writePieces(m, body, p);
+        if (!written)
+            return makeError("cannot write the result's pieces: " + written.error().message);
+        head = std::move(*written);
+    }
+    const std::span<const uint8_t> resultBytes =
+        m.shards.empty() ? std::span<const uint8_t>(body) : std::span<const uint8_t>(head);
     p.signature = m_shared.key.sign(p.digest);
     m_shared.checkCrash();
-    if (auto st = writeFileAtomically(p.file, body); !st) {
+    if (auto st = writeFileAtomically(p.file, resultBytes); !st) {
+        removePendingResultFiles(p);
         return makeError("cannot write the result: " + st.error().message);
     }
     m_shared.hook("result");
     m_shared.checkCrash();
-    const ResultInfo info{m.workUnitId, m.uploadUrl, m.runId, m.baseVersion};
+    const ResultInfo info{m.workUnitId, m.uploadUrl, m.runId, m.baseVersion, m.shards};
     if (auto st = writeResultInfo(p.infoFile, info); !st) {
         // A .result without its .json is no result: leave nothing half-made.
-        std::error_code ec;
-        fs::remove(p.file, ec);
+        removePendingResultFiles(p);
         return makeError("cannot write the result: " + st.error().message);
     }
     m_shared.checkCrash();

@@ -102,6 +102,13 @@ Status writeResultInfo(const fs::path& path, const ResultInfo& info) {
               {"upload_url", info.uploadUrl},
               {"run_id", info.runId},
               {"base_version", info.baseVersion}};
+    if (!info.shards.empty()) {
+        json shards = json::array();
+        for (const auto& s : info.shards)
+            shards.push_back(
+                {{"begin", s.range.begin}, {"end", s.range.end}, {"upload_url", s.uploadUrl}});
+        j["shards"] = shards;
+    }
     return writeTextAtomically(path, j.dump());
 }
 
@@ -118,11 +125,64 @@ Expected<ResultInfo> readResultInfo(const fs::path& path) {
             info.runId = it->get<int64_t>();
         if (auto it = j->find("base_version"); it != j->end() && it->is_number_integer())
             info.baseVersion = it->get<int64_t>();
+        if (auto it = j->find("shards"); it != j->end())
+            for (const json& e : it->get_ref<const json::array_t&>())
+                info.shards.push_back({{e.at("begin").get<int64_t>(), e.at("end").get<int64_t>()},
+                                       e.at("upload_url").get<std::string>()});
     } catch (const std::exception& e) {
         return makeError(path.string() + ": " + e.what());
     }
     return info;
 }
+
+namespace {
+
+// The pieces of a result of a sharded run: `head` is results/<id>.result (header and table).
+Expected<PendingResult> loadPieces(const DataDir& files, const ResultInfo& info, PendingResult p,
+                                   const std::vector<uint8_t>& head, const net::SigningKey& key) {
+    auto header = net::parseResultHeader(head);
+    if (!header)
+        return makeError(p.file.string() + ": " + header.error().message);
+    const size_t tableBytes = info.shards.size() * net::kPieceEntryBytes;
+    if (header->formatVersion != net::kResultFormatPieces ||
+        head.size() != net::kResultHeaderBytes + tableBytes)
+        return makeError(p.file.string() + " is damaged: expected a version 2 header and a piece " +
+                         "table of " + std::to_string(info.shards.size()) + " pieces");
+    const auto table = std::span<const uint8_t>(head).subspan(net::kResultHeaderBytes);
+    auto entries = net::parsePieceTable(table, header->parameterCount);
+    if (!entries)
+        return makeError(p.file.string() + ": " + entries.error().message);
+    if (net::sha256(table) != header->payloadSha256)
+        return makeError(p.file.string() + " is damaged (piece table digest)");
+    for (size_t k = 0; k < entries->size(); ++k) {
+        const net::PieceEntry& e = (*entries)[k];
+        if (e.range != info.shards[k].range)
+            return makeError(p.file.string() + ": piece " + std::to_string(k) +
+                             " does not match the shards of " + p.infoFile.string());
+        PendingPiece piece;
+        piece.shard = static_cast<int>(k);
+        piece.uploadUrl = info.shards[k].uploadUrl;
+        piece.file = files.pieceFile(p.workUnitId, piece.shard);
+        auto body = readFile(piece.file);
+        if (!body)
+            return body.error();
+        const int64_t payload = net::piecePayloadBytes(header->encoding, e.range);
+        if (static_cast<int64_t>(body->size()) != static_cast<int64_t>(head.size()) + payload ||
+            !std::equal(head.begin(), head.end(), body->begin()) ||
+            net::sha256(std::span<const uint8_t>(*body).subspan(head.size())) != e.sha256)
+            return makeError(piece.file.string() + " is damaged (size, header or payload digest)");
+        piece.bytes = static_cast<int64_t>(body->size());
+        p.bytes += piece.bytes;
+        p.pieces.push_back(std::move(piece));
+    }
+    p.digest = net::resultDigest(*header);
+    p.steps = header->steps;
+    p.lossLast = header->lossLast;
+    p.signature = key.sign(p.digest);
+    return p;
+}
+
+}  // namespace
 
 Expected<PendingResult> loadPendingResult(const DataDir& files, const fs::path& infoFile,
                                           const net::SigningKey& key) {
@@ -137,6 +197,8 @@ Expected<PendingResult> loadPendingResult(const DataDir& files, const fs::path& 
     auto bytes = readFile(p.file);
     if (!bytes)
         return bytes.error();
+    if (!info->shards.empty())
+        return loadPieces(files, *info, std::move(p), *bytes, key);
     auto header = net::parseResultHeader(*bytes);
     if (!header)
         return makeError(p.file.string() + ": " + header.error().message);
@@ -154,22 +216,34 @@ Expected<PendingResult> loadPendingResult(const DataDir& files, const fs::path& 
 
 namespace {
 
-void removeResultPair(const fs::path& infoFile, const fs::path& resultFile) {
+// pieces: the piece files of the unit that may exist.
+void removeResultPair(const fs::path& infoFile, const fs::path& resultFile,
+                      const std::vector<fs::path>& pieces) {
     std::error_code ec;
     fs::remove(infoFile, ec);
     if (ec)
         return;  // keep the pair whole: recovery then uploads it again or removes both
+    for (const auto& piece : pieces)
+        fs::remove(piece, ec);
     fs::remove(resultFile, ec);
 }
 
 }  // namespace
 
 void removePendingResult(const PendingResult& result) {
-    removeResultPair(result.infoFile, result.file);
+    std::vector<fs::path> pieces;
+    for (const auto& piece : result.pieces)
+        pieces.push_back(piece.file);
+    removeResultPair(result.infoFile, result.file, pieces);
 }
 
 void removeResultFiles(const DataDir& files, int64_t workUnitId) {
-    removeResultPair(files.resultInfoFile(workUnitId), files.resultFile(workUnitId));
+    std::vector<fs::path> pieces;
+    std::error_code ec;
+    for (int k = 0; k < net::kMaxShards; ++k)
+        if (fs::exists(files.pieceFile(workUnitId, k), ec))
+            pieces.push_back(files.pieceFile(workUnitId, k));
+    removeResultPair(files.resultInfoFile(workUnitId), files.resultFile(workUnitId), pieces);
 }
 
 Expected<std::optional<std::string>> readUnitRequest(const DataDir& files) {

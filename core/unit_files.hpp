@@ -36,6 +36,10 @@ class DataDir {
     std::filesystem::path resultInfoFile(int64_t workUnitId) const {
         return resultsDir() / (wuKey(workUnitId) + ".json");
     }
+    // Piece `shard` of a result uploaded in pieces (protocol v6): the body of its upload.
+    std::filesystem::path pieceFile(int64_t workUnitId, int shard) const {
+        return resultsDir() / (wuKey(workUnitId) + "." + std::to_string(shard) + ".piece");
+    }
     std::filesystem::path workDir() const { return m_root / "work"; }
     std::filesystem::path unitDir(int64_t workUnitId) const {
         return workDir() / wuKey(workUnitId);
@@ -115,13 +119,27 @@ struct ResultInfo {
     std::string uploadUrl;
     int64_t runId = 0;
     int64_t baseVersion = 0;
+    // A result of a sharded run (protocol v6): where each piece goes, as the signed manifest
+    // said. Empty: a whole result to uploadUrl.
+    std::vector<net::ShardUpload> shards;
 
     bool operator==(const ResultInfo&) const = default;
 };
 Status writeResultInfo(const std::filesystem::path& path, const ResultInfo& info);
 Expected<ResultInfo> readResultInfo(const std::filesystem::path& path);
 
-// A finished result on disk, waiting for its receipt.
+// One piece of a result uploaded in pieces: its shard, where it goes, its body on disk.
+struct PendingPiece {
+    int shard = 0;
+    std::string uploadUrl;
+    std::filesystem::path file;  // results/<id>.<shard>.piece: header, piece table, its payload
+    int64_t bytes = 0;
+    bool operator==(const PendingPiece&) const = default;
+};
+
+// A finished result on disk, waiting for its receipt. A result of a sharded run (protocol v6)
+// has pieces: then `file` holds the 128-byte header (format version 2) and the piece table, each
+// piece's body is its own file, and bytes is the pieces' sum.
 struct PendingResult {
     int64_t workUnitId = 0;
     std::string uploadUrl;
@@ -132,18 +150,21 @@ struct PendingResult {
     net::Signature signature{};
     int64_t steps = 0;
     float lossLast = 0;
-    int64_t heartbeatMs = 15000;      // the manifest's heartbeat period (recovered: the default)
-    bool stillWantedChecked = false;  // asked the coordinator before the first upload
+    int64_t heartbeatMs = 15000;       // the manifest's heartbeat period (recovered: the default)
+    bool stillWantedChecked = false;   // asked the coordinator before the first upload
+    std::vector<PendingPiece> pieces;  // empty: a whole result
 };
 
 // Reads results/<id>.json and its result file, checks the file (header, payload digest, size)
-// and signs its digest with key.
+// and signs its digest with key. A pieced result: the header (version 2) and the piece table
+// (the header's digest, the shards' ranges) and every piece file (size, the same header and
+// table, its payload's digest in the table).
 Expected<PendingResult> loadPendingResult(const DataDir& files,
                                           const std::filesystem::path& infoFile,
                                           const net::SigningKey& key);
-// Removes results/<id>.json first, then the .result (not when the .json stays): a kill in
-// between leaves a .result without its .json, which recovery removes quietly (a .json alone
-// would look like a lost result).
+// Removes results/<id>.json first, then the pieces and the .result (not when the .json stays): a
+// kill in between leaves a .result or pieces without the .json, which recovery removes quietly
+// (a .json alone would look like a lost result).
 void removePendingResult(const PendingResult& result);
 void removeResultFiles(const DataDir& files, int64_t workUnitId);
 

@@ -14,15 +14,29 @@ namespace fs = std::filesystem;
 namespace {
 
 // The uplink as the last result uploads went (bytes/s): the newest of the last 50 transfers
-// that was a whole result of at least 64 KiB (below that, latency dominates); 0 when none.
+// that was a whole result of at least 64 KiB (below that, latency dominates); 0 when none. The
+// pieces of a sharded run's result go in parallel and are recorded each with the same start: the
+// pieces that started together count as one transfer (their bytes over the longest duration).
 double measuredUplink(Ledger& ledger) {
     auto recent = ledger.recentTransfers(50);
     if (!recent)
         return 0;
-    for (const Transfer& t : *recent)
-        if (t.direction == Direction::Up && t.purpose == "result" && t.ok && t.bytes >= 64 * 1024 &&
-            t.durationMs > 0)
-            return static_cast<double>(t.bytes) * 1000.0 / static_cast<double>(t.durationMs);
+    auto isResult = [](const Transfer& t) {
+        return t.direction == Direction::Up && t.purpose == "result" && t.ok;
+    };
+    for (size_t i = 0; i < recent->size(); ++i) {
+        const Transfer& t = (*recent)[i];
+        if (!isResult(t))
+            continue;
+        int64_t bytes = 0, durationMs = 0;
+        for (const Transfer& u : *recent)
+            if (isResult(u) && u.atMs == t.atMs && u.workUnitId == t.workUnitId) {
+                bytes += u.bytes;
+                durationMs = std::max(durationMs, u.durationMs);
+            }
+        if (bytes >= 64 * 1024 && durationMs > 0)
+            return static_cast<double>(bytes) * 1000.0 / static_cast<double>(durationMs);
+    }
     return 0;
 }
 

@@ -141,6 +141,20 @@ std::string coordinatorOriginOf(const Manifest& manifest) {
     return DownloadSources::serverOf(manifest.uploadUrl);
 }
 
+// The servers trusted as the coordinator besides its own address: the upload URL's, and in a
+// version 6 manifest of a sharded run every shard's (docs/protocol.md, "Sharded runs").
+std::vector<std::string> trustedOriginsOf(const Manifest& manifest) {
+    std::vector<std::string> out;
+    if (auto origin = coordinatorOriginOf(manifest); !origin.empty())
+        out.push_back(std::move(origin));
+    for (const ShardUpload& s : manifest.shards) {
+        auto origin = DownloadSources::serverOf(s.uploadUrl);
+        if (!origin.empty() && std::find(out.begin(), out.end(), origin) == out.end())
+            out.push_back(std::move(origin));
+    }
+    return out;
+}
+
 }  // namespace
 
 HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
@@ -154,7 +168,7 @@ HttpResult<DownloadResult> CoordinatorClient::downloadWeights(
     req.progress = progress;
     req.coordinatorOrigin = coordinatorOriginOf(manifest);
     if (!manifest.weightsUrls.empty())
-        return downloadBlob(manifest.weightsUrls, std::move(req));
+        return downloadBlob(manifest.weightsUrls, std::move(req), trustedOriginsOf(manifest));
     return m_http->download(req);
 }
 
@@ -170,7 +184,7 @@ HttpResult<DownloadResult> CoordinatorClient::downloadData(const Manifest& manif
     req.progress = progress;
     req.coordinatorOrigin = coordinatorOriginOf(manifest);
     if (!manifest.dataUrls.empty())
-        return downloadBlob(manifest.dataUrls, std::move(req));
+        return downloadBlob(manifest.dataUrls, std::move(req), trustedOriginsOf(manifest));
     return m_http->download(req);
 }
 
@@ -183,18 +197,27 @@ HttpResult<DownloadResult> CoordinatorClient::downloadWeightDelta(
     req.expectedSha256 = delta.sha256;
     req.expectedBytes = delta.bytes;
     req.progress = progress;
-    return downloadBlob(delta.urls, std::move(req));
+    return downloadBlob(delta.urls, std::move(req), trustedOriginsOf(manifest));
 }
 
-HttpResult<DownloadResult> CoordinatorClient::downloadBlob(const std::vector<std::string>& urls,
-                                                           DownloadRequest request) {
+HttpResult<DownloadResult> CoordinatorClient::downloadBlob(
+    const std::vector<std::string>& urls, DownloadRequest request,
+    const std::vector<std::string>& trustedOrigins) {
     const std::vector<std::string> order = m_sources.order(urls);
     request.blob = true;
+    const std::string defaultOrigin = request.coordinatorOrigin;
     int64_t earlierBytes = 0;  // moved by URLs that failed
     int attempts = 0;
     std::string failures;
     for (size_t i = 0; i < order.size(); ++i) {
         request.url = order[i];
+        // A blob on a server the signed manifest names for uploads (a shard's) is the
+        // coordinator's own.
+        const std::string server = DownloadSources::serverOf(order[i]);
+        request.coordinatorOrigin =
+            std::find(trustedOrigins.begin(), trustedOrigins.end(), server) != trustedOrigins.end()
+                ? server
+                : defaultOrigin;
         request.retry.reset();
         if (i + 1 < order.size()) {
             RetryPolicy fewer = m_http->config().retry;
@@ -250,6 +273,21 @@ HttpResult<UploadReceipt> CoordinatorClient::uploadResult(const std::string& upl
                                                           const std::filesystem::path& resultFile,
                                                           const Signature& signature,
                                                           const ProgressCallback& progress) {
+    return upload(uploadUrl, resultFile, std::nullopt, signature, progress);
+}
+
+HttpResult<UploadReceipt> CoordinatorClient::uploadPiece(const std::string& uploadUrl,
+                                                         const std::filesystem::path& pieceFile,
+                                                         int shard, const Signature& signature,
+                                                         const ProgressCallback& progress) {
+    return upload(uploadUrl, pieceFile, shard, signature, progress);
+}
+
+HttpResult<UploadReceipt> CoordinatorClient::upload(const std::string& uploadUrl,
+                                                    const std::filesystem::path& resultFile,
+                                                    std::optional<int> expectedShard,
+                                                    const Signature& signature,
+                                                    const ProgressCallback& progress) {
     const auto key = coordinatorKey();
     if (!key)
         return protocolError(HttpErrorKind::BadSignature,
@@ -292,6 +330,13 @@ HttpResult<UploadReceipt> CoordinatorClient::uploadResult(const std::string& upl
                                  " and digest " + toHex(receipt->resultDigest) +
                                  ", expected work unit " + std::to_string(header->workUnitId) +
                                  " and digest " + toHex(digest));
+    if (expectedShard && receipt->shard != expectedShard)
+        return protocolError(HttpErrorKind::BadResponse,
+                             "the receipt for work unit " + std::to_string(header->workUnitId) +
+                                 " is for " +
+                                 (receipt->shard ? "piece " + std::to_string(*receipt->shard)
+                                                 : std::string("no piece")) +
+                                 ", expected piece " + std::to_string(*expectedShard));
     UploadReceipt out;
     out.receipt = std::move(receipt.value());
     out.receiptJson = std::move(res->body);

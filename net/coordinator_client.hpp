@@ -88,6 +88,16 @@ class CoordinatorClient {
                                            const Signature& signature,
                                            const ProgressCallback& progress = {});
 
+    // Protocol v6: PUT of piece `shard` of a pieced result (format version 2) to that shard's
+    // upload URL (the manifest's absolute https:// URL, trusted as the coordinator: the pin or CA
+    // file and the bearer token). pieceFile holds the piece's body: the 128-byte header, the
+    // piece table and the piece's payload. As uploadResult, and the receipt must also name this
+    // shard ("shard": shard).
+    HttpResult<UploadReceipt> uploadPiece(const std::string& uploadUrl,
+                                          const std::filesystem::path& pieceFile, int shard,
+                                          const Signature& signature,
+                                          const ProgressCallback& progress = {});
+
     // GET /v1/status (no authentication needed).
     HttpResult<RunStatus> status();
 
@@ -102,8 +112,16 @@ class CoordinatorClient {
     DownloadSources& sources() { return m_sources; }
 
   private:
+    // uploadResult and uploadPiece: expectedShard is the shard the receipt must name (none: a
+    // whole result).
+    HttpResult<UploadReceipt> upload(const std::string& uploadUrl,
+                                     const std::filesystem::path& file,
+                                     std::optional<int> expectedShard, const Signature& signature,
+                                     const ProgressCallback& progress);
+    // trustedOrigins: servers trusted as the coordinator (the upload URL's, the shards').
     HttpResult<DownloadResult> downloadBlob(const std::vector<std::string>& urls,
-                                            DownloadRequest request);
+                                            DownloadRequest request,
+                                            const std::vector<std::string>& trustedOrigins);
     explicit CoordinatorClient(std::unique_ptr<HttpClient> http) : m_http(std::move(http)) {}
     std::unique_ptr<HttpClient> m_http;
     mutable std::mutex m_mutex;

@@ -3,7 +3,9 @@
 // again returns the same receipt), keeps the units it counts as the client's (request ids, list,
 // release, the 409 limit), and lets a test inject failures, block uploads and watch calls. With
 // publishVersions() it also serves later versions of a run's weights and their weight deltas
-// (protocol 5), made with the coordinator's own step (kernels/weight_delta.hpp).
+// (protocol 5), made with the coordinator's own step (kernels/weight_delta.hpp). With shards > 1
+// it is a sharded run (protocol 6): manifests list the shards' piece URLs and results arrive in
+// pieces (uploadPiece), each checked as a shard checks it and answered with a receipt naming it.
 #pragma once
 
 #include "checkpoint.hpp"
@@ -157,6 +159,19 @@ class FakeCoordinator final : public core::CoordinatorApi {
         return static_cast<int64_t>(m_deltas[run].at(static_cast<size_t>(fromVersion)).size());
     }
 
+    // Protocol v6: > 1 makes every manifest a sharded run's (shards, pieces uploaded to
+    // pieceUrl(id, k)); the result encoding of every manifest.
+    int shards = 1;
+    uint32_t resultEncoding = net::kEncodingFp16;
+    std::map<int, std::deque<core::ApiFailure>> pieceFailures;  // shard -> its next answers
+    std::function<void(int64_t, int)> onPieceAccepted;          // after accepting, before answering
+    std::map<int64_t, std::map<int, std::vector<uint8_t>>> acceptedPieces;  // unit -> shard -> body
+    std::map<int, int> pieceAttempts;  // shard -> uploads that reached the fake
+    static std::string pieceUrl(int64_t id, int k) {
+        return "https://agg" + std::to_string(k) + ".test:8443/v1/results/" + std::to_string(id) +
+               "/pieces/" + std::to_string(k);
+    }
+
     // --- observations ---
     std::atomic<int> registrations{0};  // atomic: tests read them while the engine runs
     std::atomic<int> workRequests{0};
@@ -224,6 +239,15 @@ class FakeCoordinator final : public core::CoordinatorApi {
         m.maxUploadBytes =
             static_cast<int64_t>(net::kResultHeaderBytes) + 2 * m_model.parameterCount();
         m.startBlend = startBlend;
+        m.resultEncoding = resultEncoding;
+        m.maxUploadBytes = static_cast<int64_t>(net::kResultHeaderBytes) +
+                           net::resultPayloadBytes(resultEncoding, m_model.parameterCount());
+        if (shards > 1) {
+            const auto ranges = net::pieceRanges(m_model.parameterCount(), shards);
+            for (size_t k = 0; k < ranges.size(); ++k)
+                m.shards.push_back({ranges[k], pieceUrl(id, static_cast<int>(k))});
+            m.uploadUrl = m.shards.front().uploadUrl;
+        }
         m.sign(m_key);
         return m;
     }
@@ -431,6 +455,72 @@ class FakeCoordinator final : public core::CoordinatorApi {
         lock.unlock();
         if (hook)
             hook(h->workUnitId);
+        return out;
+    }
+
+    core::ApiResult<core::UploadOutcome> uploadPiece(const std::string& url,
+                                                     const std::filesystem::path& file, int shard,
+                                                     const net::Signature& signature,
+                                                     const core::TransferProgressFn& p) override {
+        std::unique_lock lock(mu);
+        ++pieceAttempts[shard];
+        cv.wait(lock, [&] { return !blockUploads; });
+        if (auto it = pieceFailures.find(shard); it != pieceFailures.end() && !it->second.empty()) {
+            auto f = it->second.front();
+            it->second.pop_front();
+            return f;
+        }
+        auto body = readFile(file);
+        if (!body)
+            return core::apiFailure(body.error().message, false);
+        auto h = net::parseResultHeader(*body);
+        if (!h || h->formatVersion != net::kResultFormatPieces)
+            return core::apiFailure("not a version 2 header", false, {}, "bad_header", 400);
+        if (url != pieceUrl(h->workUnitId, shard))
+            return core::apiFailure("wrong url " + url, false, {}, "wrong_shard", 421);
+        const size_t tableBytes = static_cast<size_t>(shards) * net::kPieceEntryBytes;
+        if (body->size() < net::kResultHeaderBytes + tableBytes)
+            return core::apiFailure("short", false, {}, "bad_piece_table", 422);
+        const auto table =
+            std::span<const uint8_t>(*body).subspan(net::kResultHeaderBytes, tableBytes);
+        auto entries = net::parsePieceTable(table, h->parameterCount);
+        if (!entries || net::sha256(table) != h->payloadSha256)
+            return core::apiFailure("bad table", false, {}, "bad_piece_table", 422);
+        const auto piece =
+            std::span<const uint8_t>(*body).subspan(net::kResultHeaderBytes + tableBytes);
+        const auto& e = (*entries)[static_cast<size_t>(shard)];
+        if (static_cast<int64_t>(piece.size()) != net::piecePayloadBytes(h->encoding, e.range) ||
+            net::sha256(piece) != e.sha256)
+            return core::apiFailure("digest", false, {}, "digest_mismatch", 422);
+        const auto digest = net::resultDigest(*h);
+        if (!net::verifySignature(m_clientKey, digest, signature))
+            return core::apiFailure("bad signature", false, {}, "bad_signature", 403);
+        if (p)
+            p(static_cast<int64_t>(body->size()), static_cast<int64_t>(body->size()), 1e6);
+        auto& pieces = acceptedPieces[h->workUnitId];
+        if (auto it = pieces.find(shard); it != pieces.end() && it->second != *body)
+            return core::apiFailure("another result", false, {}, "duplicate", 409);
+        pieces[shard] = *body;
+        if (static_cast<int>(pieces.size()) == shards)
+            held.erase(h->workUnitId);
+        net::Receipt r;
+        r.workUnitId = h->workUnitId;
+        r.clientId = 1;
+        r.round = 0;
+        r.weight = static_cast<double>(h->tokens) * staleWeight;
+        r.credit = h->tokens;
+        r.timeUnix = 1795314629;
+        r.resultDigest = digest;
+        r.shard = shard;
+        r.sign(m_key);
+        core::UploadOutcome out;
+        out.receipt = r;
+        out.receiptJson = r.toJson();
+        out.bytesSent = static_cast<int64_t>(body->size());
+        auto hook = onPieceAccepted;
+        lock.unlock();
+        if (hook)
+            hook(h->workUnitId, shard);
         return out;
     }
 

@@ -133,6 +133,24 @@ class TestLedger : public QObject, LedgerFiles {
     }
 
     // Each older shipped version, with data, migrates to the current one and keeps its rows.
+    // Protocol v6: the outcome of each piece of a result, the first one kept.
+    void pieceOutcomes() {
+        const auto path = freshPath();
+        auto l = must(Ledger::open(path));
+        must(l->recordWorkUnit(unit("7", 1000, WorkUnitState::Trained, 0, 0, "cpu")));
+        QVERIFY(must(l->pieceOutcomes("7")).empty());
+        PieceOutcome accepted{1, true, 2000, {}, {1, 2}, {'{', '}'}};
+        PieceOutcome refused{0, false, 2100, "norm_mismatch", {}, {}};
+        QVERIFY(l->recordPieceOutcome("7", accepted).ok());
+        QVERIFY(l->recordPieceOutcome("7", refused).ok());
+        PieceOutcome again = accepted;
+        again.accepted = false;
+        again.detail = "later";
+        QVERIFY(l->recordPieceOutcome("7", again).ok());  // the first outcome stays
+        QCOMPARE(must(l->pieceOutcomes("7")), (std::vector<PieceOutcome>{refused, accepted}));
+        QVERIFY(must(l->pieceOutcomes("8")).empty());
+    }
+
     void migratesEveryShippedVersion() {
         for (int version = 1; version <= Ledger::currentSchemaVersion(); ++version) {
             const auto path = freshPath();

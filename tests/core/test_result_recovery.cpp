@@ -55,7 +55,7 @@ struct ResultDir {
         }
         if (files.json)
             (void)writeResultInfo(f.shared->files.resultInfoFile(kUnit),
-                                  ResultInfo{kUnit, m.uploadUrl, m.runId, m.baseVersion});
+                                  ResultInfo{kUnit, m.uploadUrl, m.runId, m.baseVersion, {}});
     }
     std::optional<ActiveUnit> recover() { return recoverDataDir(*f.shared, api.key().publicKey()); }
     bool logged(const std::string& needle) {
@@ -93,7 +93,7 @@ class TestResultRecovery : public QObject {
         removePendingResult(p);
         QVERIFY(fs::exists(p.file));
         fs::remove_all(p.infoFile);
-        QVERIFY(writeResultInfo(p.infoFile, ResultInfo{kUnit, d.m.uploadUrl, 1, 0}).ok());
+        QVERIFY(writeResultInfo(p.infoFile, ResultInfo{kUnit, d.m.uploadUrl, 1, 0, {}}).ok());
         removePendingResult(p);
         QVERIFY(!fs::exists(p.file));
         QVERIFY(!fs::exists(p.infoFile));
@@ -131,6 +131,27 @@ class TestResultRecovery : public QObject {
         QVERIFY(
             d.logged("work unit 5: removed a result file whose results/5.json was never "
                      "written"));
+        QVERIFY(!d.logged("dropping"));
+        QCOMPARE(d.state(), WorkUnitState::Training);
+    }
+
+    // Killed inside the result writer of a sharded run's result, after some piece files and
+    // before the .json: the pieces go quietly with the .result, and the unit resumes.
+    void halfWrittenPiecesGoAndTheUnitResumes() {
+        ResultDir d(WorkUnitState::Training, {false, true});
+        QVERIFY(d.f.shared);
+        for (int k = 0; k < 2; ++k)
+            QVERIFY(writeFileAtomically(d.f.shared->files.pieceFile(kUnit, k),
+                                        std::vector<uint8_t>(200, 1))
+                        .ok());
+        const fs::path unitDir = d.f.shared->files.unitDir(kUnit);
+        fs::create_directories(unitDir);
+        QVERIFY(writeTextAtomically(DataDir::manifestFile(unitDir), d.m.toJson()).ok());
+        auto active = d.recover();
+        QVERIFY(active);
+        QVERIFY(!d.anyResultFile());
+        QVERIFY(!fs::exists(d.f.shared->files.pieceFile(kUnit, 0)));
+        QVERIFY(!fs::exists(d.f.shared->files.pieceFile(kUnit, 1)));
         QVERIFY(!d.logged("dropping"));
         QCOMPARE(d.state(), WorkUnitState::Training);
     }

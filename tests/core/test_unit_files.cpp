@@ -157,7 +157,7 @@ class TestUnitFiles : public QObject {
     void resultInfoRoundTripAndDamage() {
         QTemporaryDir tmp;
         const fs::path file = fs::path(tmp.path().toStdString()) / "17.json";
-        const ResultInfo info{17, "/api/v1/work/17/result", 3, 9};
+        const ResultInfo info{17, "/api/v1/work/17/result", 3, 9, {}};
         QVERIFY(writeResultInfo(file, info).ok());
         auto back = readResultInfo(file);
         QVERIFY(back && *back == info);
@@ -177,6 +177,68 @@ class TestUnitFiles : public QObject {
         QVERIFY(!readResultInfo(file));
     }
 
+    // A sharded run's result: results/<id>.result holds the header (version 2) and the table,
+    // each piece its own file; every one is checked, and removing the result takes them all.
+    void piecedPendingResult() {
+        QTemporaryDir tmp;
+        const DataDir files(fs::path(tmp.path().toStdString()));
+        fs::create_directories(files.resultsDir());
+        net::ResultHeader h;
+        h.workUnitId = 17;
+        h.parameterCount = 700;
+        h.tokens = 64;
+        h.steps = 4;
+        std::vector<uint8_t> payload(1400);
+        for (size_t i = 0; i < payload.size(); ++i)
+            payload[i] = static_cast<uint8_t>(i % 2 ? 0x3c : i % 251);
+        const auto ranges = net::pieceRanges(700, 3);
+        auto pieced = net::buildPiecedResult(h, payload, ranges);
+        QVERIFY(pieced);
+        ResultInfo info{17, "https://a0/p/0", 3, 9, {}};
+        for (size_t k = 0; k < 3; ++k) {
+            info.shards.push_back({ranges[k], "https://a" + std::to_string(k) + "/p"});
+            QVERIFY(writeFileAtomically(files.pieceFile(17, int(k)),
+                                        net::pieceBody(*pieced, payload, k))
+                        .ok());
+        }
+        auto head = net::serializeResultHeader(pieced->header);
+        std::vector<uint8_t> headFile(head.begin(), head.end());
+        headFile.insert(headFile.end(), pieced->table.begin(), pieced->table.end());
+        QVERIFY(writeFileAtomically(files.resultFile(17), headFile).ok());
+        QVERIFY(writeResultInfo(files.resultInfoFile(17), info).ok());
+        QCOMPARE(readResultInfo(files.resultInfoFile(17)).value(), info);
+        auto key = net::SigningKey::generate();
+        QVERIFY(key);
+        auto p = loadPendingResult(files, files.resultInfoFile(17), *key);
+        QVERIFY2(p, p ? "" : p.error().message.c_str());
+        QCOMPARE(p->pieces.size(), size_t(3));
+        QCOMPARE(p->pieces[2].uploadUrl, std::string("https://a2/p"));
+        QCOMPARE(p->pieces[1].file, files.pieceFile(17, 1));
+        int64_t bytes = 0;
+        for (const auto& piece : p->pieces)
+            bytes += piece.bytes;
+        QCOMPARE(p->bytes, bytes);
+        QCOMPARE(p->digest, net::resultDigest(pieced->header));
+        QVERIFY(net::verifySignature(key->publicKey(), p->digest, p->signature));
+
+        // A damaged piece, or one missing: not sendable, the file named.
+        auto body = readFile(files.pieceFile(17, 1)).value();
+        body.back() ^= 1;
+        QVERIFY(writeFileAtomically(files.pieceFile(17, 1), body).ok());
+        auto damaged = loadPendingResult(files, files.resultInfoFile(17), *key);
+        QVERIFY(!damaged);
+        QVERIFY2(mentions(damaged.error(), files.pieceFile(17, 1)),
+                 damaged.error().message.c_str());
+        fs::remove(files.pieceFile(17, 1));
+        QVERIFY(!loadPendingResult(files, files.resultInfoFile(17), *key));
+
+        removeResultFiles(files, 17);
+        QVERIFY(!fs::exists(files.resultInfoFile(17)));
+        QVERIFY(!fs::exists(files.resultFile(17)));
+        QVERIFY(!fs::exists(files.pieceFile(17, 0)));
+        QVERIFY(!fs::exists(files.pieceFile(17, 2)));
+    }
+
     void pendingResultIsCheckedAndSigned() {
         QTemporaryDir tmp;
         const DataDir files(fs::path(tmp.path().toStdString()));
@@ -192,7 +254,7 @@ class TestUnitFiles : public QObject {
         const std::vector<uint16_t> payload = {1, 2, 3, 4, 5, 6, 7, 8};
         const std::vector<uint8_t> body = net::buildResult(h, payload);
         QVERIFY(writeFileAtomically(files.resultFile(17), body).ok());
-        QVERIFY(writeResultInfo(files.resultInfoFile(17), {17, "/up/17", 3, 9}).ok());
+        QVERIFY(writeResultInfo(files.resultInfoFile(17), {17, "/up/17", 3, 9, {}}).ok());
         auto key = net::SigningKey::generate();
         QVERIFY(key);
 

@@ -437,6 +437,64 @@ class TestNetHttpClient : public QObject, HttpClientFixture {
         QCOMPARE(hb->reason, std::string("no heartbeat for 181 s"));
     }
 
+    // Protocol v6: a piece's receipt must name the piece's shard (and, as any receipt, the
+    // result's unit and digest, signed by the pinned key).
+    void pieceReceiptsNameTheirShard() {
+        auto coordKey = SigningKey::generate().value();
+        ResultHeader h;
+        h.workUnitId = 5;
+        h.parameterCount = 600;
+        h.tokens = 10;
+        h.steps = 1;
+        const std::vector<uint8_t> payload(1200, 0x3c);
+        const auto ranges = pieceRanges(600, 2);
+        auto pieced = buildPiecedResult(h, payload, ranges);
+        QVERIFY(pieced.ok());
+        const auto body = pieceBody(*pieced, payload, 1);
+        writeFile(path("piece1.bin"), std::string(body.begin(), body.end()));
+        std::atomic<int> answerShard{1};  // -1: a receipt without a shard
+        std::atomic<int> puts{0};
+        TlsTestServer server;
+        QVERIFY(server.start(m_id.certificatePem, m_id.privateKeyPem, [&](const TestRequest& q) {
+            TestResponse r;
+            if (q.path == "/v1/results/5/pieces/1" && !q.beforeBody) {
+                if (q.body == std::string(body.begin(), body.end()))
+                    ++puts;
+                Receipt receipt;
+                receipt.workUnitId = 5;
+                receipt.clientId = 1;
+                receipt.weight = 10;
+                receipt.credit = 10;
+                receipt.resultDigest = resultDigest(pieced->header);
+                if (answerShard >= 0)
+                    receipt.shard = answerShard.load();
+                receipt.sign(coordKey);
+                r.body = receipt.toJson();
+            }
+            return r;
+        }));
+        auto cc = CoordinatorClient::create(baseConfig(server.port()), coordKey.publicKey());
+        QVERIFY(cc.ok());
+        auto& c = **cc;
+        auto ok = c.uploadPiece("/v1/results/5/pieces/1", path("piece1.bin"), 1, Signature{});
+        QVERIFY2(ok.ok(), ok.ok() ? "" : ok.error().message.c_str());
+        QCOMPARE(ok->receipt.shard, std::optional<int>(1));
+        QCOMPARE(ok->receipt.resultDigest, resultDigest(pieced->header));
+        answerShard = 0;
+        auto other = c.uploadPiece("/v1/results/5/pieces/1", path("piece1.bin"), 1, Signature{});
+        QVERIFY(!other);
+        QCOMPARE(other.error().kind, HttpErrorKind::BadResponse);
+        QVERIFY2(
+            other.error().message.find("is for piece 0, expected piece 1") != std::string::npos,
+            other.error().message.c_str());
+        answerShard = -1;
+        auto none = c.uploadPiece("/v1/results/5/pieces/1", path("piece1.bin"), 1, Signature{});
+        QVERIFY(!none);
+        QVERIFY2(none.error().message.find("is for no piece") != std::string::npos,
+                 none.error().message.c_str());
+        QCOMPARE(puts.load(), 3);
+    }
+
     void oneClientFromSeveralThreads() {
         // The engine trains, heartbeats and uploads from different threads on one client.
         const std::string blob = makeBlob(100000, 15);
