@@ -119,7 +119,7 @@ void protocolSeeds() {
     add("fuzz_protocol_json", 4, m.toJson());
     add("fuzz_protocol_json", 5, net::ProgressReport{10, 3.5f, 900}.toJson());
     add("fuzz_protocol_json", 6, net::ProgressReply{"abandon", "the round closed"}.toJson());
-    net::Receipt r{42, 7, 3, 1000, 1800000000, net::sha256(std::string_view("r")), {}, 2000};
+    net::Receipt r{42, 7, 3, 1000, 1800000000, net::sha256(std::string_view("r")), {}, 2000, 1};
     r.sign(*key);
     add("fuzz_protocol_json", 7, r.toJson());
     net::RunStatus s;
