@@ -143,6 +143,14 @@ Outcome<std::string> Coordinator::Impl::commitPiece(UploadSession::State& s) {
         Transaction tx(db);
         if (!tx.started())
             return fail(tx.started().error().message);
+        // Against the version's commit (shard_rounds.cpp), which counts the new round's results
+        // as it inserts its row: a piece commit is before it or after it, never in between.
+        auto hold = db.prepare("SELECT version FROM runs WHERE id = ? FOR SHARE");
+        if (!hold)
+            return fail(hold.error().message);
+        hold->bind(1, runId);
+        if (!hold->step() && !hold->status())
+            return fail(hold->status().error().message);
         // The unit's result, once for all its pieces: its seq is -id, since the order of a
         // sharded run's sums is each shard's own (result_pieces.seq).
         auto res = db.prepare(
@@ -189,9 +197,17 @@ Outcome<std::string> Coordinator::Impl::commitPiece(UploadSession::State& s) {
                 "UPDATE work_units SET state = 'accepted', twin_wanted = 0 WHERE id = ?");
             if (!rec || !wu)
                 return fail("cannot prepare the result's rows");
+            // The round's figures as a one-process commit keeps them (none while its row is not
+            // there yet: the commit that inserts it counts this result).
+            auto rnd = db.prepare(
+                "UPDATE rounds SET contributors = contributors + 1, tokens = tokens + ?, "
+                "weight_sum = weight_sum + ? WHERE run_id = ? AND round = ?");
+            if (!rnd)
+                return fail(rnd.error().message);
             rec->bind(1, s.wuId).bind(2, receiptJson);
             wu->bind(1, s.wuId);
-            for (Statement* st : {&*rec, &*wu})
+            rnd->bind(1, header.tokens).bind(2, weight).bind(3, runId).bind(4, round);
+            for (Statement* st : {&*rec, &*wu, &*rnd})
                 if (auto r = st->run(); !r)
                     return fail(r.error().message);
             if (auto r = board.addResult(runId, s.clientId, header.tokens, weight); !r)

@@ -456,16 +456,20 @@ Status Coordinator::Impl::commitShardedVersion() {
         "COALESCE(SUM(s.weight), 0) FROM results s JOIN work_units w ON w.id = s.work_unit_id "
         "WHERE w.run_id = ? AND s.round = ?) WHERE run_id = ? AND round = ? AND closed_unix IS "
         "NULL AND closing_unix IS NOT NULL");
+    // With the results whose first piece landed in it early (at a shard that had stepped);
+    // piece commits hold the run's row FOR SHARE (piece_intake.cpp), so none is in between.
     auto b = db.prepare(
         "INSERT INTO rounds(run_id, round, opened_unix, deadline_unix, weights_sha256, "
-        "weights_bytes) VALUES (?, ?, ?, ?, ?, ?)");
+        "weights_bytes, contributors, tokens, weight_sum) SELECT ?, ?, ?, ?, ?, ?, COUNT(*), "
+        "COALESCE(SUM(s.tokens), 0), COALESCE(SUM(s.weight), 0) FROM results s JOIN work_units w "
+        "ON w.id = s.work_unit_id WHERE w.run_id = ? AND s.round = ?");
     if (!a || !b || !d)
         return makeError("cannot prepare the commit of version " + std::to_string(r + 1));
     d->bind(1, r + 1).bind(2, runId).bind(3, r);
     a->bind(1, t).bind(2, runId).bind(3, r).bind(4, runId).bind(5, r).bind(6, runId).bind(7, r);
     a->bind(8, runId).bind(9, r);
     b->bind(1, runId).bind(2, r + 1).bind(3, t).bind(4, t + cfg.roundTimeoutSeconds);
-    b->bind(5, hexOf(assembled->sha256)).bind(6, assembled->bytes);
+    b->bind(5, hexOf(assembled->sha256)).bind(6, assembled->bytes).bind(7, runId).bind(8, r + 1);
     for (Statement* st : {&*d, &*a}) {
         if (auto s = st->run(); !s)
             return s;

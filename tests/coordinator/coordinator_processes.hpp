@@ -4,7 +4,6 @@
 // hold a key and a bearer token.
 #pragma once
 
-#include "../tools/free_port.hpp"  // (by path: also included from tests/e2e)
 #include "crypto.hpp"
 #include "protocol.hpp"
 

@@ -10,6 +10,7 @@
 // Dimensions: P parameters.
 #include "../tools/postgres_cluster.hpp"
 #include "coordinator_processes.hpp"
+#include "nginx_process.hpp"  // freeLoopbackPort
 #include "result_format.hpp"
 #include "state_store.hpp"
 
@@ -172,7 +173,7 @@ class TestCoordinatorShardProcesses : public QObject {
         int ports[kShards];
         for (int k = 0; k < kShards; ++k) {
             Process& s = m_shards[k];
-            ports[k] = freePort();
+            ports[k] = freeLoopbackPort();
             QVERIFY(ports[k] > 0);
             s.stateDir = m_dir.path() + "/shard" + QString::number(k);
             s.args = common + QStringList{"--aggregation-shard", QString::number(k), "--public-url",

@@ -99,11 +99,12 @@ class Coordinator {
     int port = 0;
     std::string pin;
 
-    bool start(const fs::path& dir, const std::vector<std::string>& extra) {
+    // listenPort 0: any free one (read back from its output).
+    bool start(const fs::path& dir, const std::vector<std::string>& extra, int listenPort = 0) {
         stateDir = dir / "coordinator";
         log = dir / "coordinator.log";
-        std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--state-dir",
-                                         stateDir.string()};
+        std::vector<std::string> args = {"--listen", "127.0.0.1:" + std::to_string(listenPort),
+                                         "--state-dir", stateDir.string()};
         args.insert(args.end(), extra.begin(), extra.end());
         process.setStandardErrorFile(QString::fromStdString(log.string()));
         process.start(TANDEM_COORDINATOR_BIN, toArgs(args));

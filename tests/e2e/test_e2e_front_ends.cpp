@@ -14,7 +14,10 @@
 // reach the aggregating process, and after a kill -9 of one front end mid-run the workers go on
 // through the other without a request failing (nginx tries the other for the safe requests).
 //
-// In both, every unit a worker trained is settled (accepted, or refused as too stale), the
+// workersTrainOnAShardedRun: three aggregation shards (issue 16, items 2 to 4) and two workers
+// that upload each result in three pieces, one to each shard.
+//
+// In all, every unit a worker trained is settled (accepted, or refused as too stale), the
 // rounds close, and the database holds each accepted result once.
 #include "e2e_harness.hpp"
 
@@ -194,6 +197,68 @@ class TestE2eFrontEnds : public QObject {
         const int accepted = checkSettled(workers, 2, kUnits);
         QVERIFY2(accepted >= kUnits, std::to_string(accepted).c_str());
         checkDatabase(agg, *url, accepted);
+    }
+
+    // A sharded run (issue 16, items 2 to 4): three shards, the first of which creates the run,
+    // the others with its key, TLS identity and data; two real workers join the first shard and
+    // upload each result in three pieces, one to each shard, in parallel.
+    void workersTrainOnAShardedRun() {
+        auto url = testing::freshPostgresDatabase("e2e_shards");
+        QVERIFY2(url.ok(), url.ok() ? "" : url.error().message.c_str());
+        QTemporaryDir tmp;
+        const fs::path dir = tmp.path().toStdString();
+        constexpr int kShards = 3;
+        Coordinator shard[kShards];
+        for (int k = 0; k < kShards; ++k) {
+            const int port = testing::freeLoopbackPort();
+            const fs::path home = dir / ("shard" + std::to_string(k));
+            std::vector<std::string> args = {"--db",
+                                             *url,
+                                             "--threads",
+                                             "1",
+                                             "--aggregation-shard",
+                                             std::to_string(k),
+                                             "--public-url",
+                                             "https://127.0.0.1:" + std::to_string(port)};
+            if (k == 0) {
+                for (const char* a :
+                     {"--aggregation-shards", "3", "--model", "tiny", "--inner-steps", "8",
+                      "--batch", "2", "--round-timeout", "120", "--corpus"})
+                    args.push_back(a);
+                for (const auto& c : corpusArgs(dir))
+                    args.push_back(c);
+            } else {
+                fs::create_directories(home / "coordinator");
+                for (const char* part : {"coordinator_key.pem", "tls", "data"})
+                    fs::copy(shard[0].stateDir / part, home / "coordinator" / part,
+                             fs::copy_options::recursive);
+            }
+            fs::create_directories(home);
+            QVERIFY2(shard[k].start(home, args, port), tail(shard[k].log).c_str());
+            QCOMPARE(shard[k].pin, shard[0].pin);
+        }
+        constexpr int kUnits = 3;
+        Worker workers[2];
+        for (int i = 0; i < 2; ++i)
+            workers[i].start(shard[0], dir, "worker" + std::to_string(i + 1),
+                             {"--max-work-units", std::to_string(kUnits)});
+        for (Worker& w : workers) {
+            QVERIFY2(w.wait(300000), tail(w.log).c_str());
+            QVERIFY2(w.process.exitCode() == 0, tail(w.log).c_str());
+        }
+        const int accepted = checkSettled(workers, 2, kUnits);
+        QVERIFY2(accepted >= kUnits, std::to_string(accepted).c_str());
+        checkDatabase(shard[0], *url, accepted);
+        // Every accepted result arrived in three pieces, one at each shard.
+        auto db = coord::openStateStore(shard[0].stateDir, *url);
+        QVERIFY(db.ok());
+        auto q = db->prepare(
+            "SELECT COUNT(*), COUNT(DISTINCT shard), (SELECT COUNT(*) FROM round_parts) FROM "
+            "result_pieces");
+        QVERIFY(q.ok() && q->step());
+        QCOMPARE(q->integer(0), int64_t{accepted * kShards});
+        QCOMPARE(q->integer(1), int64_t{kShards});
+        QVERIFY(q->integer(2) >= kShards);
     }
 
     void workersJoinThroughNginx() {
