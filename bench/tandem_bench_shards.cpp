@@ -202,17 +202,17 @@ class Run {
                     auto s =
                         at(k).beginUpload(u.client, u.workUnit, static_cast<int64_t>(body.size()),
                                           u.signature, false, m_shards > 1 ? k : -1);
-                    bool ok = s.ok();
-                    if (ok) {
-                        for (size_t at = 0; ok && at < body.size(); at += 1 << 20) {
-                            const size_t n = std::min<size_t>(1 << 20, body.size() - at);
-                            ok = !s.value()->feed(std::span(body).subspan(at, n));
-                        }
-                        ok = ok && s.value()->finish(true).ok();
+                    std::string why = s.ok() ? "" : s.refusal().message;
+                    for (size_t at = 0; why.empty() && at < body.size(); at += 1 << 20) {
+                        const size_t n = std::min<size_t>(1 << 20, body.size() - at);
+                        if (auto early = s.value()->feed(std::span(body).subspan(at, n)))
+                            why = early->ok() ? "an early answer" : early->refusal().message;
                     }
-                    if (!ok) {
-                        std::fprintf(stderr, "shard %d refused a piece: %s\n", k,
-                                     s.ok() ? "" : s.refusal().message.c_str());
+                    if (why.empty())
+                        if (auto done = s.value()->finish(true); !done.ok())
+                            why = done.refusal().message;
+                    if (!why.empty()) {
+                        std::fprintf(stderr, "shard %d refused a piece: %s\n", k, why.c_str());
                         failed[static_cast<size_t>(k)] = 1;
                         return;
                     }
