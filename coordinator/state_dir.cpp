@@ -104,17 +104,13 @@ Expected<ServedFile> StateDir::publish(int64_t version, const ModelConfig& model
                                        std::span<const float> parameters,
                                        std::span<const float> velocity,
                                        std::span<const float> residual) const {
+    auto f = publishWeights(version, model, parameters);
+    if (!f)
+        return f;
     Checkpoint ck;
     ck.config = model;
-    ck.parameters.assign(parameters.begin(), parameters.end());
-    auto bytes = serializeCheckpoint(ck);
-    if (auto st = writeFileAtomically(weights(version), bytes); !st)
-        return st.error();
-    ServedFile f{weights(version), static_cast<int64_t>(bytes.size()), net::sha256(bytes)};
-    if (auto st = blobs().publish(f.path, f.sha256); !st)
-        return st.error();
     ck.parameters.assign(velocity.begin(), velocity.end());
-    bytes = serializeCheckpoint(ck);
+    auto bytes = serializeCheckpoint(ck);
     if (auto st = writeFileAtomically(momentum(version), bytes); !st)
         return st.error();
     if (!residual.empty()) {

@@ -82,4 +82,25 @@ inline std::string errorCode(const std::string& body) {
     return e ? e->code : "(not an error: " + body + ")";
 }
 
+// Registers c over HTTPS at a process; false when it was not answered 200.
+inline bool registerOver(httplib::SSLClient& http, Client& c, const std::string& name) {
+    net::RegisterRequest req{name, c.key.publicKey(), "test"};
+    auto res = http.Post("/v1/clients", req.toJson(), "application/json");
+    if (!res || res->status != 200)
+        return false;
+    auto r = net::RegisterResponse::fromJson(res->body);
+    c.id = r->clientId;
+    c.token = r->token;
+    return true;
+}
+
+// The run's version in a process's GET /v1/status; -1 without an answer.
+inline int64_t statusVersion(httplib::SSLClient& http) {
+    auto res = http.Get("/v1/status");
+    if (!res || res->status != 200)
+        return -1;
+    auto s = net::RunStatus::fromJson(res->body);
+    return s ? s->round : -1;
+}
+
 }  // namespace tandem::testing

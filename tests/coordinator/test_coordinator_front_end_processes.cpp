@@ -63,14 +63,7 @@ class TestCoordinatorFrontEndProcesses : public QObject {
 
     std::unique_ptr<httplib::SSLClient> to(const Process& p) { return p.connect(m_agg.stateDir); }
     bool registerAt(const Process& p, Client& c, const std::string& name) {
-        net::RegisterRequest req{name, c.key.publicKey(), "test"};
-        auto res = to(p)->Post("/v1/clients", req.toJson(), "application/json");
-        if (!res || res->status != 200)
-            return false;
-        auto r = net::RegisterResponse::fromJson(res->body);
-        c.id = r->clientId;
-        c.token = r->token;
-        return true;
+        return registerOver(*to(p), c, name);
     }
     httplib::Result workAt(const Process& p, const Client& c) {
         return to(p)->Post("/v1/work", c.auth(),
@@ -85,13 +78,7 @@ class TestCoordinatorFrontEndProcesses : public QObject {
         return to(p)->Put(path.c_str(), headers, reinterpret_cast<const char*>(result.first.data()),
                           result.first.size(), "application/octet-stream");
     }
-    int64_t versionAt(const Process& p) {
-        auto res = to(p)->Get("/v1/status");
-        if (!res || res->status != 200)
-            return -1;
-        auto s = net::RunStatus::fromJson(res->body);
-        return s ? s->round : -1;
-    }
+    int64_t versionAt(const Process& p) { return statusVersion(*to(p)); }
 
   private slots:
     void initTestCase() {

@@ -71,14 +71,7 @@ class TestCoordinatorShardProcesses : public QObject {
         return p.connect(m_shards[0].stateDir);
     }
     bool registerAt(const Process& p, Client& c, const std::string& name) {
-        net::RegisterRequest req{name, c.key.publicKey(), "test"};
-        auto res = to(p)->Post("/v1/clients", req.toJson(), "application/json");
-        if (!res || res->status != 200)
-            return false;
-        auto r = net::RegisterResponse::fromJson(res->body);
-        c.id = r->clientId;
-        c.token = r->token;
-        return true;
+        return registerOver(*to(p), c, name);
     }
     std::optional<net::Manifest> workAt(const Process& p, const Client& c) {
         auto res =
@@ -108,13 +101,7 @@ class TestCoordinatorShardProcesses : public QObject {
             }
         return -1;
     }
-    int64_t versionAt(const Process& p) {
-        auto res = to(p)->Get("/v1/status");
-        if (!res || res->status != 200)
-            return -1;
-        auto s = net::RunStatus::fromJson(res->body);
-        return s ? s->round : -1;
-    }
+    int64_t versionAt(const Process& p) { return statusVersion(*to(p)); }
     bool allAt(int64_t version) {
         return QTest::qWaitFor(
             [&] {

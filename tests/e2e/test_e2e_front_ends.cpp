@@ -14,8 +14,8 @@
 // reach the aggregating process, and after a kill -9 of one front end mid-run the workers go on
 // through the other without a request failing (nginx tries the other for the safe requests).
 //
-// workersTrainOnAShardedRun: three aggregation shards (issue 16, items 2 to 4) and two workers
-// that upload each result in three pieces, one to each shard.
+// workersTrainOnAShardedRun: three aggregation shards (issue 16, items 2 to 4), two front ends
+// and three workers that upload each result in three pieces, one to each shard.
 //
 // In all, every unit a worker trained is settled (accepted, or refused as too stale), the
 // rounds close, and the database holds each accepted result once.
@@ -200,8 +200,9 @@ class TestE2eFrontEnds : public QObject {
     }
 
     // A sharded run (issue 16, items 2 to 4): three shards, the first of which creates the run,
-    // the others with its key, TLS identity and data; two real workers join the first shard and
-    // upload each result in three pieces, one to each shard, in parallel.
+    // the others with its key, TLS identity and data, and two front ends; three real workers
+    // (one through each front end, one at shard 0) upload each result in three pieces, one to
+    // each shard, in parallel.
     void workersTrainOnAShardedRun() {
         auto url = testing::freshPostgresDatabase("e2e_shards");
         QVERIFY2(url.ok(), url.ok() ? "" : url.error().message.c_str());
@@ -237,16 +238,21 @@ class TestE2eFrontEnds : public QObject {
             QVERIFY2(shard[k].start(home, args, port), tail(shard[k].log).c_str());
             QCOMPARE(shard[k].pin, shard[0].pin);
         }
-        constexpr int kUnits = 3;
-        Worker workers[2];
+        // Two front ends beside them; a worker joins through each, a third at shard 0.
+        Coordinator front[2];
         for (int i = 0; i < 2; ++i)
-            workers[i].start(shard[0], dir, "worker" + std::to_string(i + 1),
+            QVERIFY2(startFrontEnd(front[i], shard[0], dir, i + 1, *url, shard[0].url()),
+                     tail(front[i].log).c_str());
+        constexpr int kUnits = 3;
+        Worker workers[3];
+        for (int i = 0; i < 3; ++i)
+            workers[i].start(i < 2 ? front[i] : shard[0], dir, "worker" + std::to_string(i + 1),
                              {"--max-work-units", std::to_string(kUnits)});
         for (Worker& w : workers) {
             QVERIFY2(w.wait(300000), tail(w.log).c_str());
             QVERIFY2(w.process.exitCode() == 0, tail(w.log).c_str());
         }
-        const int accepted = checkSettled(workers, 2, kUnits);
+        const int accepted = checkSettled(workers, 3, kUnits);
         QVERIFY2(accepted >= kUnits, std::to_string(accepted).c_str());
         checkDatabase(shard[0], *url, accepted);
         // Every accepted result arrived in three pieces, one at each shard.
