@@ -272,6 +272,12 @@ struct Coordinator::Impl {
     // After the stream's checks: the checks against the round, then the commit.
     Outcome<std::string> commitResult(UploadSession::State& upload);
     CommitEntry entryOf(UploadSession::State& upload);  // weight and note left to the caller
+    // mu held: the unit's state when its upload is about to commit; 409 work_unit_abandoned
+    // once it was abandoned (or accepted, unless acceptedIsOpen: a sharded run's other piece).
+    Outcome<std::string> unitStateAtCommit(int64_t workUnitId, bool acceptedIsOpen);
+    // In a version's commit (rounds.cpp, shard_rounds.cpp): the units beyond the staleness
+    // bound of newVersion abandoned, the transaction committed; the count for the metrics.
+    Expected<int64_t> abandonStaleAndCommit(Transaction& tx, int64_t newVersion);
     // mu held, no close running: the payloads into the round, then in one transaction the rows
     // of every entry (in order) and whatever alsoInTransaction writes, then the round sum.
     // The signed receipts, in the entries' order.

@@ -67,21 +67,11 @@ Outcome<std::string> Coordinator::Impl::commitPiece(UploadSession::State& s) {
 
     std::unique_lock lock(mu);
     closeCv.wait(lock, [&] { return !closing; });
-    std::string unitState;
-    {
-        auto q =
-            db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
-        if (!q)
-            return internalError(q.error().message);
-        q->bind(1, s.wuId);
-        if (!q->step())
-            return internalError("work unit vanished");
-        unitState = q->text(0);
-        if (unitState == "abandoned")
-            return refuse(409, "work_unit_abandoned",
-                          "work unit " + std::to_string(s.wuId) +
-                              " was abandoned while uploading: " + q->text(1));
-    }
+    // Another piece of the unit may have been accepted: that leaves it open for this one.
+    auto state = unitStateAtCommit(s.wuId, true);
+    if (!state.ok())
+        return state.refusal();
+    const std::string unitState = state.value();
     const int64_t round = pieceRound;
     const int64_t staleness = round - s.baseVersion;
     if (staleness > cfg.maxStaleness)

@@ -230,19 +230,8 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
 
     std::unique_lock lock(mu);
     closeCv.wait(lock, [&] { return !closing; });
-    {
-        auto q =
-            db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
-        if (!q)
-            return internalError(q.error().message);
-        q->bind(1, s.wuId);
-        if (!q->step())
-            return internalError("work unit vanished");
-        if (q->text(0) != "assigned")
-            return refuse(409, "work_unit_abandoned",
-                          "work unit " + std::to_string(s.wuId) +
-                              " was abandoned while uploading: " + q->text(1));
-    }
+    if (auto state = unitStateAtCommit(s.wuId, false); !state.ok())
+        return state.refusal();
     const int64_t staleness = version - s.baseVersion;
     if (staleness > cfg.maxStaleness)
         return refuse(409, "stale",
@@ -277,6 +266,21 @@ Outcome<std::string> Coordinator::Impl::commitResult(UploadSession::State& s) {
         return receipts.refusal();
     closeIfComplete(lock);
     return std::move(receipts.value().front());
+}
+
+Outcome<std::string> Coordinator::Impl::unitStateAtCommit(int64_t workUnitId, bool acceptedIsOpen) {
+    auto q = db.prepare("SELECT state, COALESCE(abandon_reason, '') FROM work_units WHERE id = ?");
+    if (!q)
+        return internalError(q.error().message);
+    q->bind(1, workUnitId);
+    if (!q->step())
+        return internalError("work unit vanished");
+    const std::string state = q->text(0);
+    if (state == "abandoned" || (state == "accepted" && !acceptedIsOpen))
+        return refuse(409, "work_unit_abandoned",
+                      "work unit " + std::to_string(workUnitId) +
+                          " was abandoned while uploading: " + q->text(1));
+    return state;
 }
 
 CommitEntry Coordinator::Impl::entryOf(UploadSession::State& s) {

@@ -167,15 +167,8 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
         if (won) {
             if (auto s = b->run(); !s)
                 return s;
-            if (auto s = abandonWorkUnitsBefore(
-                    db, runId, r + 1 - cfg.maxStaleness,
-                    "the run moved on; its base version is beyond the staleness bound");
-                !s)
-                return s;
-            const int64_t staleUnits = db.changes();
-            if (auto s = tx.commit(); !s)
-                return s;
-            metrics.countAbandoned("stale", staleUnits);
+            if (auto stale = abandonStaleAndCommit(tx, r + 1); !stale)
+                return stale.error();
         }
     }  // a lost close's transaction is rolled back here
     if (!won)
@@ -207,6 +200,19 @@ Status Coordinator::Impl::closeRound(std::unique_lock<std::mutex>& lock) {
                            std::to_string(next->delta->payloadBytes()) + " bytes)"
                      : std::string()));
     return {};
+}
+
+Expected<int64_t> Coordinator::Impl::abandonStaleAndCommit(Transaction& tx, int64_t newVersion) {
+    if (auto s = abandonWorkUnitsBefore(
+            db, runId, newVersion - cfg.maxStaleness,
+            "the run moved on; its base version is beyond the staleness bound");
+        !s)
+        return s.error();
+    const int64_t staleUnits = db.changes();
+    if (auto s = tx.commit(); !s)
+        return s.error();
+    metrics.countAbandoned("stale", staleUnits);
+    return staleUnits;
 }
 
 int64_t Coordinator::Impl::roundQuorum() {

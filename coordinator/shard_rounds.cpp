@@ -479,15 +479,8 @@ Status Coordinator::Impl::commitShardedVersion() {
         return {};  // another clock holder committed it: followed at the next tick
     if (auto s = b->run(); !s)
         return s;
-    if (auto s = abandonWorkUnitsBefore(
-            db, runId, r + 1 - cfg.maxStaleness,
-            "the run moved on; its base version is beyond the staleness bound");
-        !s)
-        return s;
-    const int64_t staleUnits = db.changes();
-    if (auto s = tx.commit(); !s)
-        return s;
-    metrics.countAbandoned("stale", staleUnits);
+    if (auto stale = abandonStaleAndCommit(tx, r + 1); !stale)
+        return stale.error();
     log("version " + std::to_string(r + 1) + " committed from " + std::to_string(run.shards) +
         " shards' parts");
     return {};
