@@ -288,30 +288,25 @@ Status Coordinator::Impl::stepShard(std::unique_lock<std::mutex>& lock) {
     int64_t pieces = 0;
     std::vector<LateResults> late;
     {
+        // In acceptance order: the weight sum adds up as a one-process round's does, and the
+        // late pieces' weights by their base version.
         auto q = db.prepare(
-            "SELECT w.base_version, SUM(p.weight), COUNT(*) FROM result_pieces p JOIN work_units w "
-            "ON w.id = p.work_unit_id WHERE w.run_id = ? AND p.shard = ? AND p.round = ? GROUP BY "
-            "w.base_version ORDER BY w.base_version");
+            "SELECT p.weight, w.base_version FROM result_pieces p JOIN work_units w ON w.id = "
+            "p.work_unit_id WHERE w.run_id = ? AND p.shard = ? AND p.round = ? ORDER BY p.seq");
         if (!q)
             return q.error();
         q->bind(1, runId).bind(2, int64_t{cfg.shard}).bind(3, r);
+        std::map<int64_t, double> lateByBase;
         while (q->step()) {
-            pieces += q->integer(2);
-            if (q->integer(0) < r)
-                late.push_back({q->integer(0), q->real(1)});
+            ++pieces;
+            weightSum += q->real(0);
+            if (q->integer(1) < r)
+                lateByBase[q->integer(1)] += q->real(0);
         }
         if (auto st = q->status(); !st)
             return st;
-    }
-    // Summed as a one-process round adds its weights: in acceptance order.
-    if (pieces > 0) {
-        auto q = db.prepare(
-            "SELECT weight FROM result_pieces WHERE shard = ? AND round = ? ORDER BY seq");
-        if (!q)
-            return q.error();
-        q->bind(1, int64_t{cfg.shard}).bind(2, r);
-        while (q->step())
-            weightSum += q->real(0);
+        for (const auto& [base, weight] : lateByBase)
+            late.push_back({base, weight});
     }
     closing = true;
     lock.unlock();

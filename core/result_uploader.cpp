@@ -126,6 +126,28 @@ UploadQueue::Verdict ResultUploader::run(const PendingResult& p) {
     return UploadQueue::Verdict::now();
 }
 
+namespace {
+
+// Which of n pieces have an outcome recorded.
+std::vector<bool> settledPieces(const std::vector<PieceOutcome>& outcomes, size_t n) {
+    std::vector<bool> settled(n, false);
+    for (const PieceOutcome& o : outcomes)
+        if (o.shard >= 0 && static_cast<size_t>(o.shard) < n)
+            settled[static_cast<size_t>(o.shard)] = true;
+    return settled;
+}
+
+}  // namespace
+
+int64_t ResultUploader::earliestRetry(int64_t workUnitId, const std::vector<bool>& settled) {
+    const auto& retry = m_pieceRetry[workUnitId];
+    int64_t next = INT64_MAX;
+    for (size_t k = 0; k < settled.size() && k < retry.size(); ++k)
+        if (!settled[k])
+            next = std::min(next, retry[k].atMs);
+    return next;
+}
+
 UploadQueue::Verdict ResultUploader::runPieces(const PendingResult& p) {
     const std::string id = wuKey(p.workUnitId);
     auto recorded = m_shared.ledger.pieceOutcomes(id);
@@ -134,10 +156,7 @@ UploadQueue::Verdict ResultUploader::runPieces(const PendingResult& p) {
                                             recorded.error().message);
         return UploadQueue::Verdict::retryAt(m_shared.now() + m_shared.cfg.backoffInitialMs);
     }
-    std::vector<bool> settled(p.pieces.size(), false);
-    for (const PieceOutcome& o : *recorded)
-        if (o.shard >= 0 && static_cast<size_t>(o.shard) < settled.size())
-            settled[static_cast<size_t>(o.shard)] = true;
+    const std::vector<bool> settled = settledPieces(*recorded, p.pieces.size());
     auto& retry = m_pieceRetry[p.workUnitId];
     retry.resize(p.pieces.size());
     const int64_t nowMs = m_shared.now();
@@ -150,11 +169,7 @@ UploadQueue::Verdict ResultUploader::runPieces(const PendingResult& p) {
             settlePieces(p, *recorded);
             return UploadQueue::Verdict::now();
         }
-        int64_t next = INT64_MAX;
-        for (size_t k = 0; k < p.pieces.size(); ++k)
-            if (!settled[k])
-                next = std::min(next, retry[k].atMs);
-        return UploadQueue::Verdict::retryAt(next);
+        return UploadQueue::Verdict::retryAt(earliestRetry(p.workUnitId, settled));
     }
 
     // Every due piece at once, one thread each.
@@ -293,15 +308,8 @@ UploadQueue::Verdict ResultUploader::runPieces(const PendingResult& p) {
         settlePieces(p, *after);
         return UploadQueue::Verdict::now();
     }
-    std::vector<bool> open(p.pieces.size(), true);
-    if (after)
-        for (const PieceOutcome& o : *after)
-            if (o.shard >= 0 && static_cast<size_t>(o.shard) < open.size())
-                open[static_cast<size_t>(o.shard)] = false;
-    int64_t next = INT64_MAX;
-    for (size_t k = 0; k < p.pieces.size(); ++k)
-        if (open[k])
-            next = std::min(next, retry[k].atMs);
+    int64_t next = earliestRetry(p.workUnitId, after ? settledPieces(*after, p.pieces.size())
+                                                     : std::vector<bool>(p.pieces.size(), false));
     if (next == INT64_MAX)
         next = m_shared.now();
     m_shared.transition(p.workUnitId, WorkUnitState::Trained,

@@ -54,6 +54,8 @@ class ResultUploader {
         int64_t atMs = 0;
     };
     std::map<int64_t, std::vector<PieceRetry>> m_pieceRetry;
+    // The earliest retry of the unit's pieces not settled (INT64_MAX: none).
+    int64_t earliestRetry(int64_t workUnitId, const std::vector<bool>& settled);
 };
 
 }  // namespace tandem::core
