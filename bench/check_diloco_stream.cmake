@@ -6,11 +6,19 @@
 #     20, 30, 40, fragment 1 (offset 5) after 15, 25, 35 and, as every fragment, after the last
 #     step (40); each sync is merged at once, and a merge changes no worker's value outside its
 #     fragment (the workers' parameters read back before and after), but changes some inside.
-#  3. A streaming arm with an option it does not take is refused with a message.
+#  3. Faults per fragment upload follow DiLoCo's rules: with one fragment, drop30, drop30-keep,
+#     drop30-tokw and stale1 end where the same DiLoCo arms do, to the last bit. With F = 2,
+#     keep skips exactly one worker merge per lost upload, and stale1 delays one upload per sync.
+#  4. A streaming arm with an option it does not take is refused with a message.
 set(json_path "${OUT_DIR}/diloco_stream.json")
 file(REMOVE "${json_path}")
 set(arms "h10-fp16,h10-fp16-stream1-tau0-mix0,h10-int8,h10-int8-stream1-tau0-mix0")
 string(APPEND arms ",h10-fp16-stream2-tau0-mix0,h10-int8-stream2")
+set(fault_arms drop30 drop30-keep drop30-tokw stale1)
+foreach(fault ${fault_arms})
+  string(APPEND arms ",h10-fp16-${fault},h10-fp16-stream1-tau0-mix0-${fault}")
+endforeach()
+string(APPEND arms ",h10-fp16-stream2-tau0-mix0-drop30-keep,h10-fp16-stream2-tau0-mix0-stale1")
 execute_process(COMMAND "${PROGRAM}" --smoke --arms "${arms}" --jobs 1 --json "${json_path}"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
@@ -23,8 +31,8 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ "${json_path}" json)
 string(JSON runs LENGTH "${json}" runs)
-if(NOT runs EQUAL 6)
-  message(FATAL_ERROR "expected 6 runs, found ${runs}")
+if(NOT runs EQUAL 16)
+  message(FATAL_ERROR "expected 16 runs, found ${runs}")
 endif()
 # The run of an arm, as its index.
 function(run_of arm out)
@@ -108,10 +116,38 @@ if(NOT tau EQUAL 5 OR NOT mix EQUAL 0.5 OR NOT merges EQUAL 6 OR NOT final LESS 
     "${first} -> ${final}; expected 5, 0.5, 6 and a decrease")
 endif()
 
-# 3. Refused, with a message.
+# 3. Faults: DiLoCo's to the bit with one fragment; counted as by hand with two.
+foreach(fault ${fault_arms})
+  run_of(h10-fp16-${fault} a)
+  run_of(h10-fp16-stream1-tau0-mix0-${fault} b)
+  foreach(field finalLossHex droppedUploads staleResults emptyRounds)
+    string(JSON x GET "${json}" runs ${a} ${field})
+    string(JSON y GET "${json}" runs ${b} ${field})
+    if(NOT x STREQUAL y)
+      message(FATAL_ERROR "${fault}: ${field} of stream1-tau0-mix0-${fault} is ${y}, DiLoCo's is ${x}")
+    endif()
+  endforeach()
+endforeach()
+run_of(h10-fp16-stream2-tau0-mix0-drop30-keep k)
+string(JSON dropped GET "${json}" runs ${k} droppedUploads)
+string(JSON kept GET "${json}" runs ${k} stream keptOwn)
+string(JSON outside GET "${json}" runs ${k} stream mergeChangedOutside)
+if(dropped EQUAL 0 OR NOT kept EQUAL dropped OR NOT outside EQUAL 0)
+  message(FATAL_ERROR "stream2 drop30-keep: ${dropped} uploads lost, ${kept} merges skipped, "
+    "${outside} values changed outside; expected as many skipped as lost (> 0), and 0")
+endif()
+run_of(h10-fp16-stream2-tau0-mix0-stale1 l)
+string(JSON late GET "${json}" runs ${l} staleResults)
+string(JSON syncs GET "${json}" runs ${l} stream syncs)
+if(NOT late EQUAL syncs)
+  message(FATAL_ERROR "stream2 stale1: ${late} late uploads in ${syncs} syncs, expected one each")
+endif()
+
+# 4. Refused, with a message.
 execute_process(COMMAND "${PROGRAM}" --smoke --arms h10-fp16-pipe-stream2
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 2 OR NOT err MATCHES "stream<F> overlaps by its own schedule")
   message(FATAL_ERROR "h10-fp16-pipe-stream2: exit ${rc}, '${err}'; expected 2 and a message")
 endif()
-message("streaming arms: stream1-tau0-mix0 is DiLoCo to the bit; F = 2 syncs and merges as by hand")
+message("streaming arms: stream1-tau0-mix0 is DiLoCo to the bit, with and without faults; "
+  "F = 2 syncs, merges, keeps and late uploads as by hand")

@@ -72,8 +72,10 @@ const char* kUsage =
     "first after H + p x H / F steps, all of them once more at the end; its new global\n"
     "fragment reaches the workers tau<S> steps later (default H / F rounded) and is merged\n"
     "as A x local + (1 - A) x global (mix<A>, default 0.5; 0 replaces); alone, or with\n"
-    "fp16/int8, cst, olr, mom and the options of any arm). Any arm, sync too: lr<X> (peak inner "
-    "lr,\n"
+    "fp16/int8, cst, olr, mom, the options of any arm, and per fragment upload drop<P>, keep\n"
+    "(a worker whose fragment upload was lost keeps its own fragment at that merge), tokw and\n"
+    "stale<S> (one upload per fragment sync arrives S syncs of that fragment later, re-based)).\n"
+    "Any arm, sync too: lr<X> (peak inner lr,\n"
     "e.g. lr0.006), m<K> (workers), b<B> (sequences per worker step), s<N> (steps per\n"
     "worker). 'vs sync' compares with the best sync arm that trained the same number of tokens\n"
     "in all.\n"
@@ -217,15 +219,14 @@ Expected<Arm> parseArm(const std::string& text) {
     if (arm.streamFragments == 0 && (arm.streamTau || mixSet))
         return bad("tau<S> and mix<A> are options of stream<F>");
     if (arm.streamFragments > 0) {
-        if (arm.dropRate > 0 || arm.staleness > 0 || arm.pipelined || arm.rebaseFraction != 1.0f ||
-            arm.startBlend > 0 || arm.momentumLookahead > 0 || arm.lookahead || arm.predictStart ||
-            arm.shiftFraction > 0 || arm.keepOnDrop || arm.dueWeight || arm.roundSchedule ||
-            arm.attack != Attack::None || arm.gate != GateRule::None ||
-            arm.weightDeltas != WeightDeltaCodec::Off)
+        if (arm.pipelined || arm.rebaseFraction != 1.0f || arm.startBlend > 0 ||
+            arm.momentumLookahead > 0 || arm.lookahead || arm.predictStart ||
+            arm.shiftFraction > 0 || arm.roundSchedule || arm.attack != Attack::None ||
+            arm.gate != GateRule::None || arm.weightDeltas != WeightDeltaCodec::Off)
             return bad(
-                "stream<F> overlaps by its own schedule (every fragment on time, merged tau "
-                "steps later): it takes none of drop, stale, pipe, raw/reb/sreb, eager, nest, "
-                "look, pred, shift, keep, tokw, wus, byz, gate or wd");
+                "stream<F> overlaps by its own schedule (every fragment merged tau steps after "
+                "its sync): it takes none of pipe, raw/reb/sreb, eager, nest, look, pred, "
+                "shift, wus, byz, gate or wd");
         if (arm.streamFragments > arm.H)
             return bad("stream<F> needs F <= H: fragments sync at distinct steps p x H / F");
         if (!arm.streamTau)

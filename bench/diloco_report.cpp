@@ -129,12 +129,13 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             std::snprintf(buf, sizeof buf,
                           "\"stream\": {\"fragments\": %d, \"tau\": %d, \"mix\": %g, "
                           "\"syncs\": %lld, \"merges\": %lld, \"mergeChangedInside\": %lld, "
-                          "\"mergeChangedOutside\": %lld, \"firstSyncs\": [",
+                          "\"mergeChangedOutside\": %lld, \"keptOwn\": %lld, \"firstSyncs\": [",
                           r.stream.fragments, r.stream.tau, static_cast<double>(r.stream.mix),
                           static_cast<long long>(r.stream.syncs),
                           static_cast<long long>(r.stream.merges),
                           static_cast<long long>(r.stream.changedInside),
-                          static_cast<long long>(r.stream.changedOutside));
+                          static_cast<long long>(r.stream.changedOutside),
+                          static_cast<long long>(r.stream.keptOwn));
             file << buf;
             for (size_t j = 0; j < r.stream.firstSyncs.size(); ++j)
                 file << (j ? ", [" : "[") << r.stream.firstSyncs[j].first << ", "

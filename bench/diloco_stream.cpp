@@ -17,11 +17,20 @@
 // they are. At a step with both, syncs come before merges (with tau = H, the whole model late
 // by a unit, the sync uploads against the version before). stream1-tau0-mix0 is DiLoCo.
 //
+// Faults, per fragment upload, with DiLoCo's rules (diloco_runs.cpp), drawn in the same order,
+// so that with one fragment each arm is its DiLoCo arm to the bit: drop<P> loses an upload
+// (keep: its worker skips that sync's merge and trains on from its own fragment; tokw: the
+// fragment's mean divides by the weight of every upload due); stale<S> delivers one upload of
+// each sync at the fragment's S-th sync after, with weight 2^-S, re-based onto the fragment's
+// global values of then. A sync that receives nothing takes no outer step.
+//
 // Dimensions: K workers, B batch per worker, T sequence, H inner steps per round, P parameters,
 // F fragments.
+#include "aggregate.hpp"
 #include "diloco_study.hpp"
 #include "model.hpp"
 #include "outer.hpp"
+#include "random.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -102,7 +111,17 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
     auto evaluator = makeWorker(ctx, B);
     if (!evaluator)
         return evaluator.error();
-    std::vector<Upload> uploads(static_cast<size_t>(K));
+    // uploads[p x K + k]: worker k's upload of fragment p at that fragment's latest sync.
+    std::vector<Upload> uploads(static_cast<size_t>(F) * K);
+    Rng faults(0xfa17ull * static_cast<uint64_t>(result.seed) + static_cast<uint64_t>(H));
+    struct Late {
+        int fragment;
+        int64_t arrivesAtSync;  // of its fragment, counted from 0
+        Upload upload;
+        std::vector<float> base;  // the fragment's global values it is relative to
+    };
+    std::vector<Late> inFlight;
+    std::vector<int64_t> syncsOf(static_cast<size_t>(F), 0);
     const LrSchedule schedule{ctx.lr, ctx.lr / 10, std::max(1, ctx.steps / 10), ctx.steps};
     const LrSchedule constantSchedule{ctx.lr, ctx.lr, std::max(1, ctx.steps / 10), ctx.steps};
     const AdamWConfig adamw;
@@ -127,6 +146,7 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
         int64_t atStep;
         int fragment;
         std::vector<float> global;  // the fragment's new global values
+        std::vector<char> keeps;    // (K) workers that keep their own fragment (keep)
     };
     std::vector<Merge> pending;
     const auto range = [&](std::vector<float>& v, int p) {
@@ -163,8 +183,8 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
             for (int k = 0; k < K; ++k) {
                 if (auto st = workers[static_cast<size_t>(k)]->storeParameters(local); !st)
                     return st.error();
-                Upload& up = uploads[static_cast<size_t>(k)];
                 for (int p : due) {
+                    Upload& up = uploads[static_cast<size_t>(p) * K + k];
                     auto bytes = encodeUpload(arm.encoding, o.int8Block, range(held, p),
                                               range(local, p), &up, &pool);
                     if (!bytes)
@@ -173,10 +193,6 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
                                          ": " + bytes.error().message);
                     bytesAll += static_cast<double>(*bytes);
                     up.weight = unitTokens;
-                    if (auto st = accumulateUpload(arm.encoding, o.int8Block, range(sum, p), up,
-                                                   static_cast<float>(up.weight), &pool);
-                        !st)
-                        return st.error();
                     double squares = 0;
                     for (int64_t i = (*bounds)[static_cast<size_t>(p)];
                          i < (*bounds)[static_cast<size_t>(p) + 1]; ++i) {
@@ -186,23 +202,74 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
                     norms[static_cast<size_t>(p)] += std::sqrt(squares) / K;
                 }
             }
-            double weightSum = 0;
-            for (int k = 0; k < K; ++k)
-                weightSum += unitTokens;
             for (int p : due) {
+                const int64_t sync = syncsOf[static_cast<size_t>(p)]++;
+                Upload* fragmentUploads = &uploads[static_cast<size_t>(p) * K];
+                // Fates: lost, late, or on time.
+                std::vector<char> keeps(static_cast<size_t>(K), 0);
+                std::vector<int> onTime;
+                for (int k = 0; k < K; ++k) {
+                    if (arm.dropRate > 0 && faults.uniform() < arm.dropRate) {
+                        ++result.droppedUploads;
+                        keeps[static_cast<size_t>(k)] = arm.keepOnDrop;
+                        continue;
+                    }
+                    onTime.push_back(k);
+                }
+                if (arm.staleness > 0 && !onTime.empty()) {
+                    const size_t pick = faults.below(onTime.size());
+                    auto base = range(held, p);
+                    inFlight.push_back({p, sync + arm.staleness, fragmentUploads[onTime[pick]],
+                                        std::vector<float>(base.begin(), base.end())});
+                    onTime.erase(onTime.begin() + static_cast<std::ptrdiff_t>(pick));
+                    ++result.staleResults;
+                }
+                // The fragment's round: late arrivals (re-based) first, then the on-time ones.
                 auto part = range(sum, p);
-                double squares = 0;
-                for (float x : part)
-                    squares += static_cast<double>(x) * x;
-                if (norms[static_cast<size_t>(p)] > 0) {
+                double weightSum = 0;
+                for (auto it = inFlight.begin(); it != inFlight.end();) {
+                    if (it->fragment != p || it->arrivesAtSync != sync) {
+                        ++it;
+                        continue;
+                    }
+                    const double w =
+                        it->upload.weight * std::pow(0.5, static_cast<double>(arm.staleness));
+                    if (auto st = accumulateUpload(arm.encoding, o.int8Block, part, it->upload,
+                                                   static_cast<float>(w), &pool);
+                        !st)
+                        return st.error();
+                    coord::rebaseOnto(part, it->base, range(theta, p), static_cast<float>(w),
+                                      &pool);
+                    weightSum += w;
+                    it = inFlight.erase(it);
+                }
+                for (int k : onTime) {
+                    const Upload& up = fragmentUploads[k];
+                    if (auto st = accumulateUpload(arm.encoding, o.int8Block, part, up,
+                                                   static_cast<float>(up.weight), &pool);
+                        !st)
+                        return st.error();
+                    weightSum += up.weight;
+                }
+                if (weightSum > 0 && norms[static_cast<size_t>(p)] > 0) {
+                    double squares = 0;
+                    for (float x : part)
+                        squares += static_cast<double>(x) * x;
                     result.agreementLast =
                         std::sqrt(squares) / weightSum / norms[static_cast<size_t>(p)];
                     result.agreementMean += result.agreementLast;
                 }
-                outerNesterovStep(range(theta, p), range(velocity, p), part,
-                                  static_cast<float>(1.0 / weightSum), outer, &pool);
+                // tokw: the uploads that were lost count as zero deltas.
+                const double divisor =
+                    arm.dueWeight ? std::max(weightSum, K * unitTokens) : weightSum;
+                if (weightSum > 0)
+                    outerNesterovStep(range(theta, p), range(velocity, p), part,
+                                      static_cast<float>(1.0 / divisor), outer, &pool);
+                else
+                    ++result.emptyRounds;
                 auto fresh = range(theta, p);
-                pending.push_back({t + tau, p, std::vector<float>(fresh.begin(), fresh.end())});
+                pending.push_back(
+                    {t + tau, p, std::vector<float>(fresh.begin(), fresh.end()), std::move(keeps)});
                 if (result.stream.firstSyncs.size() < 32)
                     result.stream.firstSyncs.emplace_back(t, p);
                 ++result.stream.syncs;
@@ -217,6 +284,10 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
             const int p = it->fragment;
             std::copy(it->global.begin(), it->global.end(), range(held, p).begin());
             for (int k = 0; k < K; ++k) {
+                if (it->keeps[static_cast<size_t>(k)]) {
+                    ++result.stream.keptOwn;  // keep: its upload was lost, it trains on alone
+                    continue;
+                }
                 Backend& w = *workers[static_cast<size_t>(k)];
                 if (auto st = w.storeParameters(previous); !st)
                     return st.error();

@@ -142,6 +142,7 @@ struct RunResult {
         int fragments = 0, tau = 0;
         float mix = 0;
         int64_t syncs = 0, merges = 0, changedInside = 0, changedOutside = 0;
+        int64_t keptOwn = 0;  // worker merges skipped under keep (that worker's upload was lost)
         std::vector<std::pair<int64_t, int>> firstSyncs;  // (step, fragment), the first 32
     } stream;
 };
