@@ -9,10 +9,14 @@
 #include "server.hpp"
 #include "tandem_version.hpp"
 
-#include <pthread.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,6 +40,25 @@ const char* kDescription =
     "Serves a DiLoCo training run to Tandem workers over HTTPS (protocol v2, docs/protocol.md).";
 
 std::mutex g_logMutex;
+
+// The stop signals reach main through a pipe: the handler writes the signal's number, main
+// reads it. A handler, not a mask and sigwait: OpenBLAS starts a thread before main() that
+// blocks nothing, and a SIGTERM that came while main was still starting up (its own thread
+// blocking the signal, not yet in sigwait) went to that thread and killed the process.
+int g_stopPipe[2] = {-1, -1};
+
+void onStopSignal(int sig) {
+    const auto byte = static_cast<unsigned char>(sig);
+    [[maybe_unused]] const ssize_t written = write(g_stopPipe[1], &byte, 1);
+}
+
+// Blocks until SIGINT or SIGTERM has come (also before this call); returns which.
+int waitForStopSignal() {
+    unsigned char byte = 0;
+    while (read(g_stopPipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    return byte;
+}
 
 void logLine(const std::string& line) {
     const std::string stamp = tandem::app::logStamp();
@@ -367,15 +390,16 @@ int main(int argc, char** argv) {
                                    ") must be larger than --lr-warmup-steps (" +
                                    std::to_string(cfg.lrWarmupSteps) + ")");
 
-    // Signals are taken by sigwait below; every thread started from here inherits the mask.
-    // A shell starts background jobs with SIGINT ignored; sigwait needs it deliverable.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    // From here SIGINT and SIGTERM stop the coordinator cleanly, also during its start (a
+    // handler replaces the SIG_IGN a shell gives background jobs for SIGINT).
+    if (pipe2(g_stopPipe, O_CLOEXEC) != 0)
+        return fail(std::string("cannot make the stop pipe: ") + std::strerror(errno));
+    struct sigaction action {};
+    action.sa_handler = onStopSignal;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
     logLine("tandem-coordinator " TANDEM_VERSION " starting, state in " + cfg.stateDir.string());
@@ -410,8 +434,7 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
 
-    int sig = 0;
-    sigwait(&signals, &sig);
+    const int sig = waitForStopSignal();
     logLine(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
     metrics.reset();
     (*srv)->stop();
