@@ -201,17 +201,20 @@ def main():
             capture_output=True, text=True, timeout=300)
         if worker.returncode != 0:
             fail("the worker failed (%d): %s" % (worker.returncode, worker.stderr[-2000:]))
-        # Both rounds' validation loss and the newest sample are in.
+        # Both rounds' validation loss and the sample of the newest version (status "round") are
+        # in: the page shows that sample, whatever the machine's load (a fixed wait was not
+        # enough under -j2 load).
         deadline = time.time() + 120
         while time.time() < deadline:
             status = json.loads(get(base + "/v1/status"))
             losses = [h for h in status["history"] if h.get("val_loss") is not None]
-            if len(losses) >= 2 and status.get("latest_sample"):
+            newest = status.get("latest_sample") or {}
+            if len(losses) >= 2 and newest.get("version") == status["round"]:
                 break
             time.sleep(0.5)
         else:
-            fail("no validation loss and sample after two rounds: " + json.dumps(status))
-        time.sleep(1)  # the sample after the newest loss
+            fail("no validation loss and sample of the newest version after two rounds: " +
+                 json.dumps(status))
         sample = json.loads(get(base + "/v1/runs/1/samples?limit=1"))["samples"][0]
         board = json.loads(get(base + "/v1/runs/1/leaderboard"))
         if [d["display_name"] for d in board["donors"]] != [NAME]:
