@@ -101,6 +101,31 @@ Status accumulateUpload(Encoding encoding, int int8Block, std::span<float> sum, 
     return makeError("unknown encoding");
 }
 
+void drawLosses(Rng& faults, const Arm& arm, std::span<char> lost, std::vector<int>* onTime,
+                RunResult* result) {
+    for (size_t k = 0; k < lost.size(); ++k) {
+        lost[k] = arm.dropRate > 0 && faults.uniform() < arm.dropRate;
+        if (lost[k])
+            ++result->droppedUploads;
+        else
+            onTime->push_back(static_cast<int>(k));
+    }
+}
+
+int drawLate(Rng& faults, const Arm& arm, std::vector<int>* onTime, RunResult* result) {
+    if (arm.staleness == 0 || onTime->empty())
+        return -1;
+    const size_t pick = faults.below(onTime->size());
+    const int k = (*onTime)[pick];
+    onTime->erase(onTime->begin() + static_cast<std::ptrdiff_t>(pick));
+    ++result->staleResults;
+    return k;
+}
+
+double lateWeight(double tokens, int s) {
+    return tokens * std::pow(0.5, s);
+}
+
 Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B) {
     auto made = makeCpuBackend("cpu", ctx.options->threads);
     if (!made)
@@ -415,14 +440,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
             uploads[k].weight = unitTokens;
         }
         // Fates of this round's uploads: lost, late, or on time.
-        for (int k = 0; trains && k < K; ++k) {
-            lastDropped[k] = arm.dropRate > 0 && faults.uniform() < arm.dropRate;
-            if (lastDropped[k]) {
-                ++result.droppedUploads;
-                continue;
-            }
-            onTime.push_back(k);
-        }
+        if (trains)
+            drawLosses(faults, arm, lastDropped, &onTime, &result);
         // The weights of this round, shared by its late uploads (to re-base them on arrival).
         const auto base = std::make_shared<const std::vector<float>>(theta);
         if (arm.pipelined) {
@@ -431,11 +450,8 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                                     arm.startRebase ? unitStart[static_cast<size_t>(k)] : base});
             result.staleResults += static_cast<int>(onTime.size());
             onTime.clear();
-        } else if (arm.staleness > 0 && !onTime.empty()) {
-            const size_t pick = faults.below(onTime.size());
-            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[onTime[pick]], base});
-            onTime.erase(onTime.begin() + static_cast<std::ptrdiff_t>(pick));
-            ++result.staleResults;
+        } else if (const int late = drawLate(faults, arm, &onTime, &result); late >= 0) {
+            inFlight.push_back({r + arm.staleness, arm.staleness, uploads[late], base});
         }
         // The coordinator's round: commit in arrival order, then the outer step.
         std::fill(sum.begin(), sum.end(), 0.0f);
@@ -445,7 +461,7 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 ++it;
                 continue;
             }
-            const double w = it->upload.weight * std::pow(0.5, it->staleness);
+            const double w = lateWeight(it->upload.weight, it->staleness);
             if (auto st = accumulateUpload(arm.encoding, o.int8Block, sum, it->upload,
                                            static_cast<float>(w), &pool);
                 !st)

@@ -30,7 +30,6 @@
 #include "diloco_study.hpp"
 #include "model.hpp"
 #include "outer.hpp"
-#include "random.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -205,25 +204,18 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
             for (int p : due) {
                 const int64_t sync = syncsOf[static_cast<size_t>(p)]++;
                 Upload* fragmentUploads = &uploads[static_cast<size_t>(p) * K];
-                // Fates: lost, late, or on time.
-                std::vector<char> keeps(static_cast<size_t>(K), 0);
+                // Fates: lost, late, or on time. keep: the workers whose upload was lost skip
+                // this sync's merge.
+                std::vector<char> lost(static_cast<size_t>(K), 0);
                 std::vector<int> onTime;
-                for (int k = 0; k < K; ++k) {
-                    if (arm.dropRate > 0 && faults.uniform() < arm.dropRate) {
-                        ++result.droppedUploads;
-                        keeps[static_cast<size_t>(k)] = arm.keepOnDrop;
-                        continue;
-                    }
-                    onTime.push_back(k);
-                }
-                if (arm.staleness > 0 && !onTime.empty()) {
-                    const size_t pick = faults.below(onTime.size());
+                drawLosses(faults, arm, lost, &onTime, &result);
+                if (const int late = drawLate(faults, arm, &onTime, &result); late >= 0) {
                     auto base = range(held, p);
-                    inFlight.push_back({p, sync + arm.staleness, fragmentUploads[onTime[pick]],
+                    inFlight.push_back({p, sync + arm.staleness, fragmentUploads[late],
                                         std::vector<float>(base.begin(), base.end())});
-                    onTime.erase(onTime.begin() + static_cast<std::ptrdiff_t>(pick));
-                    ++result.staleResults;
                 }
+                std::vector<char> keeps =
+                    arm.keepOnDrop ? lost : std::vector<char>(static_cast<size_t>(K), 0);
                 // The fragment's round: late arrivals (re-based) first, then the on-time ones.
                 auto part = range(sum, p);
                 double weightSum = 0;
@@ -232,8 +224,7 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
                         ++it;
                         continue;
                     }
-                    const double w =
-                        it->upload.weight * std::pow(0.5, static_cast<double>(arm.staleness));
+                    const double w = lateWeight(it->upload.weight, arm.staleness);
                     if (auto st = accumulateUpload(arm.encoding, o.int8Block, part, it->upload,
                                                    static_cast<float>(w), &pool);
                         !st)

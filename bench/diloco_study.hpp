@@ -11,6 +11,7 @@
 #include "expected.hpp"
 #include "model_config.hpp"
 #include "optimizer.hpp"
+#include "random.hpp"
 #include "thread_pool.hpp"
 #include "weight_delta.hpp"
 
@@ -178,6 +179,18 @@ Expected<int64_t> encodeUpload(Encoding encoding, int int8Block, std::span<const
 // sum (n) += weight * decode(up): the coordinator's commit of an accepted upload.
 Status accumulateUpload(Encoding encoding, int int8Block, std::span<float> sum, const Upload& up,
                         float weight, ThreadPool* pool);
+// The fates of K uploads due together, drawn alike in every simulated run (a streaming arm with
+// one fragment ends on its DiLoCo arm's bits only with the same draws): each is lost with
+// probability arm.dropRate (lost[k], counted in result->droppedUploads), the others are
+// appended to onTime in order.
+void drawLosses(Rng& faults, const Arm& arm, std::span<char> lost, std::vector<int>* onTime,
+                RunResult* result);
+// stale<S>: takes one upload, drawn, out of onTime and returns it (counted in
+// result->staleResults); -1 when S = 0 or onTime is empty.
+int drawLate(Rng& faults, const Arm& arm, std::vector<int>* onTime, RunResult* result);
+// The commit weight of an upload of `tokens` that lands s versions late (the coordinator's
+// staleWeightFactor, 0.5 per version).
+double lateWeight(double tokens, int s);
 // A CPU backend for B sequences of ctx.T tokens.
 Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B);
 // K such backends, each holding theta.
