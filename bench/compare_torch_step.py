@@ -15,14 +15,20 @@ Run it with `nice -n 10` on a shared machine.
 
 --baseline-bin runs a second tandem-bench-step (e.g. main's build) in the same rounds, in rotating
 order with the other two, and reports its times beside them: a before/after under the same load.
-Its losses must match PyTorch's too.
+Its losses must match PyTorch's too. --baseline-backend NAME does the same with another backend
+of the same (or the baseline) binary, e.g. cpu-openblas: the fast backend with every product on
+OpenBLAS, against the own AVX-512 GEMM that `cpu` uses where the CPU has AVX-512.
 
 With --backend cuda both sides train on GPU 0 instead (Tandem's CUDA backend; PyTorch in fp32 with
 TF32 off, the python that has a CUDA PyTorch given with --python); --threads is then ignored.
+--torch-openblas-core NAME sets OPENBLAS_CORETYPE for PyTorch's OpenBLAS: Debian 12's OpenBLAS
+(0.3.21) does not know AMD Zen 5 and runs its AVX2 (Haswell) kernels there; SkylakeX gives
+PyTorch the AVX-512 kernels that a newer OpenBLAS would pick.
 --sdpa gives PyTorch 2's fused attention (F.scaled_dot_product_attention) instead of the
 written-out one.
 
 Usage: compare_torch_step.py --bin BUILD/bench/tandem-bench-step [--baseline-bin OTHER]
+       [--baseline-backend cpu-openblas]
        [--configs small,medium] [--threads 1,2] [--batch 8] [--rounds 5] [--steps 5] [--warmup 1] [--json FILE]
 """
 import argparse
@@ -37,13 +43,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OPENMP_BLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 
+def has_baseline(args):
+    return bool(args.baseline_bin or args.baseline_backend)
+
+
 def load_average():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
 
 
-def run_tandem(args, config, threads, dump_dir, out_json, dump, binary=None):
-    command = [binary or args.bin, "--backend", args.backend, "--config", config, "--batch", str(args.batch),
+def run_tandem(args, config, threads, dump_dir, out_json, dump, binary=None, backend=None):
+    command = [binary or args.bin, "--backend", backend or args.backend, "--config", config, "--batch", str(args.batch),
                "--threads", str(threads), "--steps", str(args.steps), "--warmup",
                str(args.warmup), "--json", out_json]
     if dump:
@@ -56,6 +66,8 @@ def run_tandem(args, config, threads, dump_dir, out_json, dump, binary=None):
 def run_torch(args, threads, dump_dir, tandem_json, out_json):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env["LD_LIBRARY_PATH"] = ":".join(p for p in [args.torch_blas, env.get("LD_LIBRARY_PATH")] if p)
+    if args.torch_openblas_core:
+        env["OPENBLAS_CORETYPE"] = args.torch_openblas_core
     device = "cuda" if args.backend.startswith("cuda") else "cpu"
     subprocess.run([args.python, os.path.join(HERE, "torch_step.py"), "--dump", dump_dir,
                     "--run", tandem_json, "--threads", str(threads), "--json", out_json,
@@ -72,7 +84,7 @@ def compare(args, config, threads, work):
     first_json = os.path.join(dump_dir, "tandem-first.json")
     torch_json = os.path.join(dump_dir, "torch.json")
     baseline_json = os.path.join(dump_dir, "baseline.json")
-    sides = ["tandem", "torch"] + (["baseline"] if args.baseline_bin else [])
+    sides = ["tandem", "torch"] + (["baseline"] if has_baseline(args) else [])
     rounds = []
     for r in range(args.rounds):
         loads = [load_average()]
@@ -86,7 +98,7 @@ def compare(args, config, threads, work):
                                               first_json if r == 0 else tandem_json, r == 0)
             elif side == "baseline":
                 result["baseline"] = run_tandem(args, config, threads, dump_dir, baseline_json,
-                                                False, args.baseline_bin)
+                                                False, args.baseline_bin, args.baseline_backend)
             else:
                 result["torch"] = run_torch(args, threads, dump_dir, first_json, torch_json)
             loads.append(load_average())
@@ -97,7 +109,7 @@ def compare(args, config, threads, work):
         line = (f"  {config} {threads} thread(s) round {r + 1}: tandem {t:.1f} ms "
                 f"(cpu {result['tandem']['cpuMs']:.1f}), pytorch {p:.1f} ms "
                 f"(cpu {result['torch']['cpuMs']:.1f})")
-        if args.baseline_bin:
+        if has_baseline(args):
             line += (f", baseline {statistics.median(result['baseline']['stepMs']):.1f} ms "
                      f"(cpu {result['baseline']['cpuMs']:.1f})")
         print(f"{line}, load {result['load']:.1f}", flush=True)
@@ -112,11 +124,12 @@ def compare(args, config, threads, work):
     ratios = [p / t for p, t in zip(torch_ms, tandem_ms)]
     tokens = args.batch * json.load(open(first_json))["runs"][0]["seqLen"]
     baseline = {}
-    if args.baseline_bin:
+    if has_baseline(args):
         base_ms = [statistics.median(rnd["baseline"]["stepMs"]) for rnd in rounds]
         base_cpu = [rnd["baseline"]["cpuMs"] for rnd in rounds]
         baseline = {
-            "baselineBin": args.baseline_bin,
+            "baselineBin": args.baseline_bin or args.bin,
+            "baselineBackend": args.baseline_backend or args.backend,
             "baselineStepMs": {"min": min(base_ms), "median": statistics.median(base_ms)},
             "baselineCpuMs": {"min": min(base_cpu), "median": statistics.median(base_cpu)},
             "baselineSpeedup": {"ofMins": min(torch_ms) / min(base_ms),
@@ -150,6 +163,8 @@ def main():
     parser.add_argument("--bin", required=True, help="path of tandem-bench-step")
     parser.add_argument("--baseline-bin",
                         help="another tandem-bench-step (e.g. main's) run in the same rounds")
+    parser.add_argument("--baseline-backend",
+                        help="the baseline's backend (e.g. cpu-openblas); default --backend")
     parser.add_argument("--configs", default="small,medium")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--batch", type=int, default=8)
@@ -157,6 +172,9 @@ def main():
     parser.add_argument("--steps", type=int, default=5, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per run")
     parser.add_argument("--loss-tolerance", type=float, default=1e-3)
+    parser.add_argument("--torch-openblas-core",
+                        help="OPENBLAS_CORETYPE for PyTorch's OpenBLAS, e.g. SkylakeX on a CPU "
+                             "that OpenBLAS 0.3.21 does not know (Zen 5 runs its Haswell kernels)")
     parser.add_argument("--torch-blas", default=OPENMP_BLAS,
                         help="folder put first on PyTorch's library path (its BLAS)")
     parser.add_argument("--json", help="also write the results here")
@@ -193,7 +211,7 @@ def main():
                     f"{s['perRoundMin']:>5.2f}-{s['perRoundMedian']:.2f}-{s['perRoundMax']:<5.2f} "
                     f"{s['ofCpuMedians']:>6.2f} {r['load']['min']:>4.1f}-{r['load']['max']:<5.1f} "
                     f"{r['maxLossDifference']:>11.2e}")
-                if args.baseline_bin:
+                if has_baseline(args):
                     b = r["baselineStepMs"]
                     lines[-1] += (f"\n{'baseline':8} {r['threads']:>3} {b['min']:>8.1f}/"
                                   f"{b['median']:<8.1f} cpu min/median "
@@ -209,7 +227,8 @@ def main():
                           "not the same training", file=sys.stderr)
                 if args.json:  # after every pair, so that an interrupted series keeps its rows
                     with open(args.json, "w") as f:
-                        json.dump({"benchmark": "tandem-vs-pytorch", "results": results}, f,
+                        json.dump({"benchmark": "tandem-vs-pytorch", "results": results,
+                                   "torchOpenblasCore": args.torch_openblas_core}, f,
                                   indent=1)
     print(f"\nms per step (B = {args.batch}): min / median over {args.rounds} rounds of each "
           f"run's median of {args.steps} steps; x: PyTorch's time / Tandem's")

@@ -40,7 +40,8 @@ const char* kUsage =
     "estimate (kernels/memory_estimate.hpp); the peak is the process's, so give one run per\n"
     "process when comparing them.\n"
     "\n"
-    "  --backend NAME   cpu, cpu-reference, cuda, cuda:N or cuda-emulated (default cpu)\n"
+    "  --backend NAME   cpu, cpu-openblas, cpu-reference, cuda, cuda:N or cuda-emulated\n"
+    "                   (default cpu)\n"
     "  --config NAME    tiny, small, medium, gpt2, gpt2-medium, gpt2-large, gpt2-xl or\n"
     "                   L=..,NH=..,C=..,T=..[,V=..] (default tiny)\n"
     "  --batch B        sequences per step (default 8)\n"
@@ -295,7 +296,7 @@ Expected<RunResult> runOne(const Options& options, const std::string& backendNam
     result.configName = configName;
     result.config = *config;
     result.batch = B;
-    result.threads = backendName == "cpu" ? threads : 1;
+    result.threads = backendName == "cpu" || backendName == "cpu-openblas" ? threads : 1;
     result.steps = options.steps;
     result.warmup = options.warmup;
     result.medianMs = median(stepMs);
@@ -379,8 +380,9 @@ int main(int argc, char** argv) {
         for (const std::string& config : options.configs) {
             for (int B : options.batches) {
                 // The reference is single-threaded: one run whatever --threads says.
-                const std::vector<int> threadCounts =
-                    backend == "cpu" ? options.threads : std::vector<int>{1};
+                const std::vector<int> threadCounts = backend == "cpu" || backend == "cpu-openblas"
+                                                          ? options.threads
+                                                          : std::vector<int>{1};
                 for (int threads : threadCounts) {
                     auto result = runOne(options, backend, config, B, threads);
                     if (!result) {

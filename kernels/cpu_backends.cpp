@@ -1,5 +1,5 @@
-// makeCpuBackend: the CPU backends by name ("cpu" fast, "cpu-reference" plain loops), both a
-// GptBackend over host memory.
+// makeCpuBackend: the CPU backends by name ("cpu" fast, "cpu-openblas" the same with every
+// product on OpenBLAS, "cpu-reference" plain loops), each a GptBackend over host memory.
 #include "backend.hpp"
 #include "cpu/cpu_ops.hpp"
 #include "cpu_reference/reference_ops.hpp"
@@ -33,13 +33,14 @@ int64_t availableHostBytes() {
 }
 
 Expected<std::unique_ptr<Backend>> makeCpuBackend(std::string_view name, int threads) {
-    if (name == "cpu") {
+    if (name == "cpu" || name == "cpu-openblas") {
         if (threads < 1) {
-            return makeError("the cpu backend needs at least 1 thread, got " +
+            return makeError("the " + std::string(name) + " backend needs at least 1 thread, got " +
                              std::to_string(threads));
         }
+        const auto products = name == "cpu" ? CpuProducts::Fastest : CpuProducts::OpenBlas;
         std::unique_ptr<Backend> backend = std::make_unique<GptBackend>(
-            "cpu", std::make_unique<CpuOps>(threads), availableHostBytes);
+            std::string(name), std::make_unique<CpuOps>(threads, products), availableHostBytes);
         return backend;
     }
     if (name == "cpu-reference") {
@@ -48,7 +49,7 @@ Expected<std::unique_ptr<Backend>> makeCpuBackend(std::string_view name, int thr
         return backend;
     }
     return makeError("unknown CPU backend '" + std::string(name) +
-                     "'; expected one of: cpu, cpu-reference");
+                     "'; expected one of: cpu, cpu-openblas, cpu-reference");
 }
 
 }  // namespace tandem

@@ -6,12 +6,12 @@
 // tensor sits at (b*T + t)*C + c.
 //
 // How the work is split:
-// - Matrix products: OpenBLAS runs single-threaded inside each pool task, on a block of output
-//   rows; the pool hands blocks to whichever thread is free, which keeps both cores busy when
-//   one is slowed by other work; one thread takes a whole product in one call (see matmulBlock).
-//   One set of threads (the pool's) does all the work; letting OpenBLAS start its own threads
-//   as well would put two spinning thread teams on the same cores, and its threads would sit
-//   idle (or spin) during every non-BLAS op.
+// - Matrix products: the own AVX-512 GEMM (where the CPU has it) or OpenBLAS runs
+//   single-threaded inside each pool task, on a block of output rows; the pool hands blocks to
+//   whichever thread is free, which keeps both cores busy when one is slowed by other work; one
+//   thread takes a whole product in one call (see matmulBlock). One set of threads (the pool's)
+//   does all the work; letting OpenBLAS start its own threads as well would put two spinning thread
+//   teams on the same cores, and its threads would sit idle (or spin) during every non-BLAS op.
 // - Row-wise ops (layernorm, softmax, encoder forward) split rows; element-wise ops split N.
 // - Reductions over rows (layernorm dweight/dbias, matmul dbias, encoder backward) split
 //   columns, and each column sums its rows in order, so no partial sums need combining and the
@@ -25,6 +25,7 @@
 #include "cpu/cpu_ops.hpp"
 
 #include "codec.hpp"
+#include "cpu/gemm_avx512.hpp"
 #include "cpu/lane_math.hpp"
 
 #include <cblas.h>
@@ -330,10 +331,22 @@ int reductionChunks(int64_t N) {
 
 }  // namespace
 
-CpuOps::CpuOps(int threads) : m_pool(threads) {
+CpuOps::CpuOps(int threads, CpuProducts products)
+    : m_pool(threads), m_ownGemm(products == CpuProducts::Fastest && gemmAvx512Available()) {
     // See the file comment: the pool's threads run OpenBLAS single-threaded. This is a
     // process-wide setting; every CpuOps sets the same value.
     openblas_set_num_threads(1);
+}
+
+void CpuOps::product(bool transA, bool transB, int M, int N, int K, const float* A, int lda,
+                     const float* B, int ldb, bool accumulate, float* C, int ldc) const {
+    if (m_ownGemm) {
+        gemmAvx512(transA, transB, M, N, K, A, lda, B, ldb, accumulate, C, ldc);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb,
+                accumulate ? 1.0f : 0.0f, C, ldc);
 }
 
 void CpuOps::fillZero(float* buffer, size_t count) {
@@ -396,14 +409,12 @@ void CpuOps::matmulForward(float* out, const float* inp, const float* weight, co
     m_pool.run(tasks, [&](int task) {
         const int64_t begin = task * rows, count = std::min(rows, BT - begin);
         float* o = out + begin * OC;
-        float beta = 0.0f;
         if (bias) {
             for (int64_t r = 0; r < count; ++r)
                 std::memcpy(o + r * OC, bias, sizeof(float) * OC);
-            beta = 1.0f;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(count), OC, C, 1.0f,
-                    inp + begin * C, C, weight, C, beta, o, OC);
+        product(false, true, static_cast<int>(count), OC, C, inp + begin * C, C, weight, C,
+                bias != nullptr, o, OC);
     });
 }
 
@@ -426,15 +437,15 @@ void CpuOps::matmulBackward(float* dinp, float* dweight, float* dbias, const flo
         if (rowIndex >= 0) {
             // rows of dinp += dout . weight
             const int64_t begin = rowIndex * rows, count = std::min(rows, BT - begin);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(count), C, OC,
-                        1.0f, dout + begin * OC, OC, weight, C, 1.0f, dinp + begin * C, C);
+            product(false, false, static_cast<int>(count), C, OC, dout + begin * OC, OC, weight, C,
+                    true, dinp + begin * C, C);
             return;
         }
         // output channels of dweight += dout^T . inp and of dbias
         const int o0 = static_cast<int>(channelIndex * channels);
         const int o1 = static_cast<int>(std::min<int64_t>(OC, o0 + channels));
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C, static_cast<int>(BT), 1.0f,
-                    dout + o0, OC, inp, C, 1.0f, dweight + int64_t{o0} * C, C);
+        product(true, false, o1 - o0, C, static_cast<int>(BT), dout + o0, OC, inp, C, true,
+                dweight + int64_t{o0} * C, C);
         if (dbias)
             biasBackwardColumns(dbias, dout, BT, OC, o0, o1);
     });

@@ -1,6 +1,8 @@
-// CpuOps: the fast CPU op set ("cpu", the default CPU path). OpenBLAS computes the matrix
-// products (and the attention scores and mixes per batch row and head); a ThreadPool keeps
-// every core busy for the rest. Nothing is allocated inside a training step.
+// CpuOps: the fast CPU op set ("cpu", the default CPU path). The linear layers' products run on
+// Tandem's own AVX-512 GEMM where the CPU has AVX-512 (gemm_avx512.hpp), on OpenBLAS elsewhere;
+// OpenBLAS also computes the attention scores and mixes per batch row and head. A ThreadPool
+// keeps every core busy for the rest. Nothing is allocated inside a training step, past the
+// first.
 //
 // Dimensions: B batch, T sequence, C channels, OC output channels, NH heads, hs = C / NH head
 // size, V vocab, N element count. Tensors are row-major, in host memory.
@@ -9,7 +11,9 @@
 // the same inputs give bit-identical results run after run. 1 and 2 threads give the same bits
 // too: reductions are split by columns or into a fixed number of chunks, products into blocks
 // that start on multiples of 48 rows, which OpenBLAS computes as one call over all rows would
-// (one block for one thread, quarters for more; see cpu_ops.cpp).
+// (one block for one thread, quarters for more; see cpu_ops.cpp), and which the own GEMM's
+// one-chain-per-element sums do not notice at all. The two product paths differ in the last
+// bits, so results are reproducible per machine kind, not across them.
 //
 // Conventions as in ops.hpp and the reference: forward ops overwrite, backward ops add into
 // dinp/dweight/dbias; the attention scratch dpreatt and datt are overwritten, and above the
@@ -24,14 +28,20 @@
 
 namespace tandem {
 
+// Who computes the linear layers' products: the fastest this CPU has, or OpenBLAS always (the
+// "cpu-openblas" backend: the comparison in bench/ and the tests of both paths).
+enum class CpuProducts { Fastest, OpenBlas };
+
 class CpuOps final : public HostOps {
   public:
     // threads >= 1 (<= 0 means one per hardware thread). Sets OpenBLAS to one thread for the
     // whole process: this op set splits the products over its own pool instead.
-    explicit CpuOps(int threads);
+    explicit CpuOps(int threads, CpuProducts products = CpuProducts::Fastest);
 
     std::string name() const override { return "cpu"; }
     int threads() const { return m_pool.threads(); }
+    // True when the linear layers' products run on the own AVX-512 GEMM.
+    bool ownGemm() const { return m_ownGemm; }
 
     // buffer (N); zeroed by all threads (the graph zeroes its activation gradients every step)
     void fillZero(float* buffer, size_t count) override;
@@ -70,7 +80,12 @@ class CpuOps final : public HostOps {
                                 int64_t N) override;
 
   private:
+    // C (M x N) = (accumulate ? C : 0) + op(A) . op(B), on the own GEMM or OpenBLAS.
+    void product(bool transA, bool transB, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, bool accumulate, float* C, int ldc) const;
+
     ThreadPool m_pool;
+    bool m_ownGemm;
 };
 
 }  // namespace tandem

@@ -26,8 +26,8 @@ Expected<std::unique_ptr<Backend>> makeCudaBackend(int device);
 Expected<std::unique_ptr<Ops>> makeEmulatedCudaOps();
 Expected<std::unique_ptr<Backend>> makeEmulatedCudaBackend();
 
-// Any backend by name: "cpu" and "cpu-reference" (makeCpuBackend with `threads`), "cuda" (GPU 0)
-// or "cuda:N", and "cuda-emulated".
+// Any backend by name: "cpu", "cpu-openblas" and "cpu-reference" (makeCpuBackend with `threads`),
+// "cuda" (GPU 0) or "cuda:N", and "cuda-emulated".
 Expected<std::unique_ptr<Backend>> makeBackendByName(std::string_view name, int threads);
 
 // Model FLOPs of one training step (forward + backward) per token at sequence length T:

@@ -179,6 +179,9 @@ class TestCpuBackend : public QObject {
         auto fast = makeCpuBackend("cpu", 2);
         QVERIFY(fast.ok());
         QCOMPARE((*fast)->name(), std::string("cpu"));
+        auto openblas = makeCpuBackend("cpu-openblas", 2);
+        QVERIFY(openblas.ok());
+        QCOMPARE((*openblas)->name(), std::string("cpu-openblas"));
         auto ref = makeCpuBackend("cpu-reference", 1);
         QVERIFY(ref.ok());
         QCOMPARE((*ref)->name(), std::string("cpu-reference"));
@@ -186,7 +189,7 @@ class TestCpuBackend : public QObject {
         auto unknown = makeCpuBackend("gpu", 1);
         QVERIFY(!unknown.ok());
         const QString message = QString::fromStdString(unknown.error().message);
-        QVERIFY2(message.contains("'gpu'") && message.contains("cpu, cpu-reference"),
+        QVERIFY2(message.contains("'gpu'") && message.contains("cpu, cpu-openblas, cpu-reference"),
                  qPrintable(message));
 
         auto noThreads = makeCpuBackend("cpu", 0);

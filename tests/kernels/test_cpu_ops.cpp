@@ -75,6 +75,37 @@ void addShapeRows() {
     ReferenceOps ref;     \
     const size_t BT = size_t(B) * T
 
+// matmulForward and matmulBackward of `fast` against the reference, for three OC and with and
+// without a bias.
+void matmulAgainstReference(CpuOps& fast, ReferenceOps& ref, int B, int T, int C) {
+    const size_t BT = size_t(B) * T;
+    for (int OC : {3 * C, C + 5, 1}) {
+        for (bool withBias : {true, false}) {
+            const Floats inp = randomFloats(BT * C, 21), weight = randomFloats(size_t(OC) * C, 22);
+            const Floats bias = randomFloats(OC, 23);
+            const float* b = withBias ? bias.data() : nullptr;
+            Floats outFast(BT * OC, 5.0f), outRef(BT * OC, -5.0f);
+            fast.matmulForward(outFast.data(), inp.data(), weight.data(), b, B, T, C, OC);
+            ref.matmulForward(outRef.data(), inp.data(), weight.data(), b, B, T, C, OC);
+            CHECK_CLOSE(outFast, outRef, kForwardBound);
+
+            const Floats dout = randomFloats(BT * OC, 24);
+            Floats dinpFast = randomFloats(BT * C, 25),
+                   dweightFast = randomFloats(size_t(OC) * C, 26), dbiasFast = randomFloats(OC, 27);
+            Floats dinpRef = dinpFast, dweightRef = dweightFast, dbiasRef = dbiasFast;
+            fast.matmulBackward(dinpFast.data(), dweightFast.data(),
+                                withBias ? dbiasFast.data() : nullptr, dout.data(), inp.data(),
+                                weight.data(), B, T, C, OC);
+            ref.matmulBackward(dinpRef.data(), dweightRef.data(),
+                               withBias ? dbiasRef.data() : nullptr, dout.data(), inp.data(),
+                               weight.data(), B, T, C, OC);
+            CHECK_CLOSE(dinpFast, dinpRef, kBackwardBound);
+            CHECK_CLOSE(dweightFast, dweightRef, kBackwardBound);
+            CHECK_CLOSE(dbiasFast, dbiasRef, kBackwardBound);
+        }
+    }
+}
+
 }  // namespace
 
 class TestCpuOps : public QObject {
@@ -132,37 +163,15 @@ class TestCpuOps : public QObject {
     }
 
     void matmul_data() { addShapeRows(); }
+    // Both product paths: the own AVX-512 GEMM (where this CPU has it) and OpenBLAS.
     void matmul() {
         FETCH_SHAPE();
-        for (int OC : {3 * C, C + 5, 1}) {
-            for (bool withBias : {true, false}) {
-                const Floats inp = randomFloats(BT * C, 21),
-                             weight = randomFloats(size_t(OC) * C, 22);
-                const Floats bias = randomFloats(OC, 23);
-                const float* b = withBias ? bias.data() : nullptr;
-                Floats outFast(BT * OC, 5.0f), outRef(BT * OC, -5.0f);
-                fast.matmulForward(outFast.data(), inp.data(), weight.data(), b, B, T, C, OC);
-                ref.matmulForward(outRef.data(), inp.data(), weight.data(), b, B, T, C, OC);
-                CHECK_CLOSE(outFast, outRef, kForwardBound);
-
-                const Floats dout = randomFloats(BT * OC, 24);
-                Floats dinpFast = randomFloats(BT * C, 25),
-                       dweightFast = randomFloats(size_t(OC) * C, 26),
-                       dbiasFast = randomFloats(OC, 27);
-                Floats dinpRef = dinpFast, dweightRef = dweightFast, dbiasRef = dbiasFast;
-                fast.matmulBackward(dinpFast.data(), dweightFast.data(),
-                                    withBias ? dbiasFast.data() : nullptr, dout.data(), inp.data(),
-                                    weight.data(), B, T, C, OC);
-                ref.matmulBackward(dinpRef.data(), dweightRef.data(),
-                                   withBias ? dbiasRef.data() : nullptr, dout.data(), inp.data(),
-                                   weight.data(), B, T, C, OC);
-                CHECK_CLOSE(dinpFast, dinpRef, kBackwardBound);
-                CHECK_CLOSE(dweightFast, dweightRef, kBackwardBound);
-                CHECK_CLOSE(dbiasFast, dbiasRef, kBackwardBound);
-            }
+        (void)BT, (void)fast;
+        for (CpuProducts products : {CpuProducts::Fastest, CpuProducts::OpenBlas}) {
+            CpuOps ops(threads, products);
+            matmulAgainstReference(ops, ref, B, T, C);
         }
     }
-
     void attention_data() { addShapeRows(); }
     void attention() {
         FETCH_SHAPE();
@@ -347,9 +356,9 @@ class TestCpuOps : public QObject {
         QVERIFY(std::all_of(x.begin(), x.end(), [](float v) { return v == 0.0f; }));
     }
 
-    // One thread multiplies all rows (and dweight's channels) in one OpenBLAS call, two threads
-    // in blocks: the same bits, on shapes of the `small` and `medium` benchmarks (B = 8) and
-    // odd ones.
+    // One thread multiplies all rows (and dweight's channels) in one call, two threads in
+    // blocks: the same bits, for either product path, on shapes of the `small` and `medium`
+    // benchmarks (B = 8) and odd ones.
     void matmulSplitKeepsBits_data() {
         QTest::addColumn<int>("BT");
         QTest::addColumn<int>("C");
@@ -367,10 +376,10 @@ class TestCpuOps : public QObject {
         const Floats inp = randomFloats(size_t(BT) * C, 101),
                      weight = randomFloats(size_t(OC) * C, 102), bias = randomFloats(OC, 103),
                      dout = randomFloats(size_t(BT) * OC, 104);
-        Floats out[2], dinp[2], dweight[2], dbias[2];
-        for (int threads : {1, 2}) {
-            CpuOps fast(threads);
-            const int i = threads - 1;
+        Floats out[4], dinp[4], dweight[4], dbias[4];
+        for (int i = 0; i < 4; ++i) {
+            const int threads = 1 + i % 2;
+            CpuOps fast(threads, i < 2 ? CpuProducts::Fastest : CpuProducts::OpenBlas);
             out[i].assign(size_t(BT) * OC, 0.0f);
             dinp[i].assign(size_t(BT) * C, 0.5f);
             dweight[i].assign(size_t(OC) * C, 0.25f);
@@ -379,10 +388,12 @@ class TestCpuOps : public QObject {
             fast.matmulBackward(dinp[i].data(), dweight[i].data(), dbias[i].data(), dout.data(),
                                 inp.data(), weight.data(), 1, BT, C, OC);
         }
-        QVERIFY(out[0] == out[1]);
-        QVERIFY(dinp[0] == dinp[1]);
-        QVERIFY(dweight[0] == dweight[1]);
-        QVERIFY(dbias[0] == dbias[1]);
+        for (int i : {0, 2}) {
+            QVERIFY(out[i] == out[i + 1]);
+            QVERIFY(dinp[i] == dinp[i + 1]);
+            QVERIFY(dweight[i] == dweight[i + 1]);
+            QVERIFY(dbias[i] == dbias[i + 1]);
+        }
     }
 
     // One thread takes the layernorm backward in one pass over the rows (dinp, dweight and
