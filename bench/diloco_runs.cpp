@@ -359,8 +359,13 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
                 const float ahead =
                     arm.momentumLookahead * outer.lr * outer.momentum * outer.momentum;
                 const auto& mine = blend > 0 ? ownEnd[static_cast<size_t>(k)] : theta;
-                for (int64_t i = 0; i < P; ++i)
-                    start[i] = theta[i] + blend * (mine[i] - theta[i]) - ahead * velocity[i];
+                // A blend of 1 (keep) starts at the own end point exactly: theta + (mine -
+                // theta) can be an ulp away from it.
+                for (int64_t i = 0; i < P; ++i) {
+                    const float base =
+                        blend == 1.0f ? mine[i] : theta[i] + blend * (mine[i] - theta[i]);
+                    start[i] = base - ahead * velocity[i];
+                }
                 if (auto st = w.loadParameters(start); !st)
                     return st.error();
             } else if (auto st = w.loadParameters(theta); !st) {
