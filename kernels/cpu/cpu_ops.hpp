@@ -40,8 +40,6 @@ class CpuOps final : public HostOps {
 
     std::string name() const override { return "cpu"; }
     int threads() const { return m_pool.threads(); }
-    // True when the linear layers' products run on the own AVX-512 GEMM.
-    bool ownGemm() const { return m_ownGemm; }
 
     // buffer (N); zeroed by all threads (the graph zeroes its activation gradients every step)
     void fillZero(float* buffer, size_t count) override;

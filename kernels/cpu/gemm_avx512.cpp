@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <new>
 
 namespace tandem {
 
@@ -26,8 +27,11 @@ struct FreeFloats {
 using Floats = std::unique_ptr<float[], FreeFloats>;
 
 float* packBuffer(Floats& buffer, size_t count) {
-    if (!buffer)
+    if (!buffer) {
         buffer.reset(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * count)));
+        if (!buffer)
+            throw std::bad_alloc();
+    }
     return buffer.get();
 }
 

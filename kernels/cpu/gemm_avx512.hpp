@@ -1,7 +1,8 @@
 // An AVX-512 matrix product for the fast CPU op set, used for the model's linear layers on
-// CPUs that have AVX-512F. Debian 12's OpenBLAS (0.3.21) runs its AVX2 (Haswell) kernels on
-// AMD's AVX-512 cores (Zen 4 and 5), at about half of what the core can do; see
-// docs/benchmarks.md, "An AVX-512 GEMM". Elsewhere CpuOps keeps OpenBLAS.
+// CPUs that have AVX-512F. Debian 12's OpenBLAS (0.3.21) does not know AMD Zen 5 and runs its
+// AVX2 (Haswell) kernels there, at about half of what the core can do; where it does pick its
+// AVX-512 kernels, this GEMM is within about 10% of them (docs/benchmarks.md, "An AVX-512
+// GEMM"). Without AVX-512F CpuOps keeps OpenBLAS.
 //
 // Every element of C is one chain of fused multiply-adds in k order, started from C (or 0), so
 // the result does not depend on how the rows or columns are split among threads.
