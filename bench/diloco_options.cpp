@@ -74,7 +74,17 @@ const char* kUsage =
     "as A x local + (1 - A) x global (mix<A>, default 0.5; 0 replaces); alone, or with\n"
     "fp16/int8, cst, olr, mom, the options of any arm, and per fragment upload drop<P>, keep\n"
     "(a worker whose fragment upload was lost keeps its own fragment at that merge), tokw and\n"
-    "stale<S> (one upload per fragment sync arrives S syncs of that fragment later, re-based)).\n"
+    "stale<S> (one upload per fragment sync arrives S syncs of that fragment later, re-based);\n"
+    "with async<S> the workers do not step together: worker k's step takes\n"
+    "1 + (S - 1) k / (K - 1) time units, every fragment has its own round, closed at q<Q>\n"
+    "uploads (default: all workers; fresh: counting only those that are not late), a worker\n"
+    "uploads its fragments in turn, one at the end of each unit of H / F steps (seq: one\n"
+    "round open at a time, and the worker uploads its fragment), and merges new fragments\n"
+    "when it starts the next unit (replacing its own; carry: keeping what it has not\n"
+    "sent); sized: a worker's unit is H / F x K x its speed /\n"
+    "the workers' summed speed, so that units take the same time; dl<X>: a round also closes\n"
+    "X units of the fastest worker after its first upload; jit<X>: each unit's step time is\n"
+    "drawn within +-X of the worker's; the run ends at the tokens of the other arms).\n"
     "Any arm, sync too: lr<X> (peak inner lr,\n"
     "e.g. lr0.006), m<K> (workers), b<B> (sequences per worker step), s<N> (steps per\n"
     "worker). 'vs sync' compares with the best sync arm that trained the same number of tokens\n"
@@ -104,7 +114,9 @@ Expected<Arm> parseArm(const std::string& text) {
             "arm '" + text + "': " + why +
             "; expected sync[-lr<X>][-m<K>][-b<B>][-s<N>] or h<H>[-fp32|-fp16|-int8][-drop<P>]"
             "[-stale<S>][-pipe][-raw|-reb<X>|-sreb<X>][-eager<X>][-nest<C>][-look|-pred][-shift<F>]"
-            "[-keep][-tokw][-wus][-cst][-stream<F>[-tau<S>][-mix<A>]][-olr<X>]"
+            "[-keep][-tokw][-wus][-cst][-stream<F>[-tau<S>][-mix<A>]|[-async<S>[-q<Q>][-fresh][-dl<"
+            "X>][-jit<X>][-carry][-seq][-sized]]]"
+            "[-olr<X>]"
             "[-mom<X>][-lr<X>][-m<K>][-b<B>][-s<N>][-byz<ATTACK>][-gate|-oldgate][-wdint8|-wdfp16]"
             " (ATTACK: scaled, noise, flip, zero, nan, replay, ratchet)");
     };
@@ -169,6 +181,26 @@ Expected<Arm> parseArm(const std::string& text) {
                    value <= 1) {
             arm.streamMix = static_cast<float>(value);
             mixSet = true;
+        } else if (p.rfind("async", 0) == 0 && number(p.substr(5), &value) && value >= 1 &&
+                   value <= 16) {
+            arm.asyncSpread = static_cast<float>(value);
+        } else if (p.rfind("q", 0) == 0 && number(p.substr(1), &value) && value >= 1 &&
+                   value == std::floor(value)) {
+            arm.quorum = static_cast<int>(value);
+        } else if (p == "carry") {
+            arm.carry = true;
+        } else if (p == "seq") {
+            arm.sequentialRounds = true;
+        } else if (p == "sized") {
+            arm.sizedUnits = true;
+        } else if (p == "fresh") {
+            arm.freshQuorum = true;
+        } else if (p.rfind("jit", 0) == 0 && number(p.substr(3), &value) && value > 0 &&
+                   value < 1) {
+            arm.jitter = static_cast<float>(value);
+        } else if (p.rfind("dl", 0) == 0 && number(p.substr(2), &value) && value > 0 &&
+                   value <= 1000) {
+            arm.roundDeadline = static_cast<float>(value);
         } else if (p == "pred") {
             arm.predictStart = true;
         } else if (p == "look") {
@@ -216,8 +248,22 @@ Expected<Arm> parseArm(const std::string& text) {
             return bad("unknown part '" + p + "'");
         }
     }
-    if (arm.streamFragments == 0 && (arm.streamTau || mixSet))
-        return bad("tau<S> and mix<A> are options of stream<F>");
+    if (arm.streamFragments == 0 && (arm.streamTau || mixSet || arm.asyncSpread > 0))
+        return bad("tau<S>, mix<A> and async<S> are options of stream<F>");
+    if (arm.asyncSpread == 0 &&
+        (arm.quorum > 0 || arm.carry || arm.sequentialRounds || arm.sizedUnits ||
+         arm.roundDeadline > 0 || arm.jitter > 0 || arm.freshQuorum))
+        return bad("q<Q>, fresh, dl<X>, jit<X>, carry, seq and sized are options of async<S>");
+    if (arm.asyncSpread > 0) {
+        if (arm.streamTau || mixSet || arm.dropRate > 0 || arm.staleness > 0 || arm.keepOnDrop ||
+            arm.dueWeight)
+            return bad(
+                "async<S> sets its own schedule (a fragment's new values reach a worker at its "
+                "next unit, and replace its own unless carry) and draws no faults: it takes "
+                "none of tau, mix, drop, stale, keep or tokw");
+        if (arm.H % arm.streamFragments != 0)
+            return bad("async<S> needs H to be a multiple of F: a unit is H / F steps");
+    }
     if (arm.streamFragments > 0) {
         if (arm.pipelined || arm.rebaseFraction != 1.0f || arm.startBlend > 0 ||
             arm.momentumLookahead > 0 || arm.lookahead || arm.predictStart ||

@@ -129,7 +129,7 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
             std::snprintf(buf, sizeof buf,
                           "\"stream\": {\"fragments\": %d, \"tau\": %d, \"mix\": %g, "
                           "\"syncs\": %lld, \"merges\": %lld, \"mergeChangedInside\": %lld, "
-                          "\"mergeChangedOutside\": %lld, \"keptOwn\": %lld, \"firstSyncs\": [",
+                          "\"mergeChangedOutside\": %lld, \"keptOwn\": %lld, ",
                           r.stream.fragments, r.stream.tau, static_cast<double>(r.stream.mix),
                           static_cast<long long>(r.stream.syncs),
                           static_cast<long long>(r.stream.merges),
@@ -137,6 +137,18 @@ bool writeJsonTo(const std::string& path, const Options& o, const std::string& c
                           static_cast<long long>(r.stream.changedOutside),
                           static_cast<long long>(r.stream.keptOwn));
             file << buf;
+            if (r.stream.spread > 0) {
+                std::snprintf(buf, sizeof buf,
+                              "\"spread\": %g, \"quorum\": %d, \"carry\": %s, \"skipped\": %lld, "
+                              "\"stepsMin\": %lld, \"stepsMax\": %lld, \"firstSyncs\": [",
+                              r.stream.spread, r.stream.quorum, r.stream.carry ? "true" : "false",
+                              static_cast<long long>(r.stream.skipped),
+                              static_cast<long long>(r.stream.stepsMin),
+                              static_cast<long long>(r.stream.stepsMax));
+                file << buf;
+            } else {
+                file << "\"firstSyncs\": [";
+            }
             for (size_t j = 0; j < r.stream.firstSyncs.size(); ++j)
                 file << (j ? ", [" : "[") << r.stream.firstSyncs[j].first << ", "
                      << r.stream.firstSyncs[j].second << "]";

@@ -569,6 +569,7 @@ Expected<RunResult> runOne(const RunContext& base, const Arm& arm, int seed) {
     result.tokensTotal = result.tokensPerWorker * result.workers;
     const auto start = std::chrono::steady_clock::now();
     auto done = arm.sync                  ? runSync(ctx, std::move(result))
+                : arm.asyncSpread > 0     ? runStreamingAsync(ctx, arm, std::move(result))
                 : arm.streamFragments > 0 ? runStreaming(ctx, arm, std::move(result))
                                           : runDiloco(ctx, arm, std::move(result));
     if (done)

@@ -37,12 +37,13 @@
 #include <memory>
 
 namespace tandem::bench {
+
 namespace {
 
 constexpr int64_t kFragmentAlignment = 256;  // values; = kInt8DefaultBlock
 
-// Bounds (F + 1) of F contiguous fragments of about P / F values, inner bounds multiples of
-// kFragmentAlignment.
+}  // namespace
+
 Expected<std::vector<int64_t>> fragmentBounds(int64_t P, int F) {
     std::vector<int64_t> bounds = {0};
     for (int p = 1; p < F; ++p) {
@@ -57,6 +58,8 @@ Expected<std::vector<int64_t>> fragmentBounds(int64_t P, int F) {
                              "-value blocks");
     return bounds;
 }
+
+namespace {
 
 // Values whose bits differ between a and b, inside [begin, end) and outside it.
 void countChanges(std::span<const float> a, std::span<const float> b, int64_t begin, int64_t end,

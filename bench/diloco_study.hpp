@@ -89,6 +89,18 @@ struct Arm {
     int streamFragments = 0;
     std::optional<int> streamTau;
     float streamMix = 0.5f;
+    // Workers that do not step together (async<S>, diloco_stream_async.cpp): worker k's step
+    // takes 1 + (S - 1) k / (K - 1) time units, each fragment has its own round, closed at
+    // q<Q> uploads (0: all workers), a worker uploads its next fragment in turn at the end of
+    // each unit of H / F steps (seq: rounds one at a time, and the open round's fragment), and
+    // its merges replace (carry: keep what it has not sent); sized: a worker's unit is
+    // U x K x its speed / the summed speed steps, so that units take the same time; dl<X>: a
+    // round also closes X units of the fastest worker after its first upload; jit<X>: each
+    // unit's step time is the worker's x (1 + X u), u uniform in [-1, 1). 0: lockstep.
+    float asyncSpread = 0, roundDeadline = 0, jitter = 0;
+    int quorum = 0;
+    // fresh: only uploads that are not late count towards q<Q>.
+    bool carry = false, sequentialRounds = false, sizedUnits = false, freshQuorum = false;
 };
 
 struct Options {
@@ -145,6 +157,13 @@ struct RunResult {
         int64_t syncs = 0, merges = 0, changedInside = 0, changedOutside = 0;
         int64_t keptOwn = 0;  // worker merges skipped under keep (that worker's upload was lost)
         std::vector<std::pair<int64_t, int>> firstSyncs;  // (step, fragment), the first 32
+        // async<S>: the spread, quorum and carry; unit ends without an upload (the worker had
+        // uploaded into the open round, or its fragment since its merge); the steps of the
+        // slowest and the fastest worker.
+        double spread = 0;
+        int quorum = 0;
+        bool carry = false;
+        int64_t skipped = 0, stepsMin = 0, stepsMax = 0;
     } stream;
 };
 
@@ -204,8 +223,13 @@ OuterConfig armOuter(const Options& o, const Arm& arm);
 Expected<double> evaluate(Backend& backend, const EvalSet& set, int batches);
 // The seed of worker k's batch sampler: the same token stream for a worker in every arm.
 uint64_t workerDataSeed(int seed, int worker);
-// Streaming DiLoCo (arm.streamFragments > 0): diloco_stream.cpp.
+// Streaming DiLoCo (arm.streamFragments > 0): diloco_stream.cpp, with async<S>
+// diloco_stream_async.cpp.
 Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResult result);
+Expected<RunResult> runStreamingAsync(const RunContext& ctx, const Arm& arm, RunResult result);
+// Bounds (F + 1) of F contiguous fragments of about P / F values, inner bounds multiples of 256
+// values (the int8 codec's block).
+Expected<std::vector<int64_t>> fragmentBounds(int64_t P, int F);
 
 // Parses an arm name such as h50-fp16-pipe; the message says what was expected.
 Expected<Arm> parseArm(const std::string& text);
