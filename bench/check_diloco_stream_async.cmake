@@ -30,17 +30,7 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ "${json_path}" json)
 string(JSON runs LENGTH "${json}" runs)
-function(run_of arm out)
-  math(EXPR last "${runs} - 1")
-  foreach(i RANGE ${last})
-    string(JSON name GET "${json}" runs ${i} arm)
-    if(name STREQUAL arm)
-      set(${out} ${i} PARENT_SCOPE)
-      return()
-    endif()
-  endforeach()
-  message(FATAL_ERROR "no run of ${arm} in the JSON")
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/diloco_json.cmake)
 
 # A loss (CMake's JSON reader may print it with 17 digits) in millionths, truncated: CMake's
 # arithmetic is on integers.

@@ -126,6 +126,17 @@ double lateWeight(double tokens, int s) {
     return tokens * std::pow(0.5, s);
 }
 
+Status addCurvePoint(Backend& evaluator, std::span<const float> theta, const RunContext& ctx,
+                     int64_t step, int B, double bytesPerWorker, RunResult* result) {
+    if (auto st = evaluator.loadParameters(theta); !st)
+        return st;
+    auto loss = evaluate(evaluator, *ctx.eval, ctx.options->evalBatches);
+    if (!loss)
+        return loss.error();
+    result->curve.push_back({step, step * B * ctx.T, bytesPerWorker, *loss});
+    return {};
+}
+
 Expected<std::unique_ptr<Backend>> makeWorker(const RunContext& ctx, int B) {
     auto made = makeCpuBackend("cpu", ctx.options->threads);
     if (!made)
@@ -277,15 +288,9 @@ Expected<RunResult> runDiloco(const RunContext& ctx, const Arm& arm, RunResult r
     double bytesAll = 0;  // summed over workers
     int64_t nextEval = o.evalEvery;
 
-    auto point = [&](int64_t step) -> Status {
-        // Worker 0's own weights are kept in ownEnd where a later round needs them.
-        if (auto st = workers[0]->loadParameters(theta); !st)
-            return st;
-        auto loss = evaluate(*workers[0], *ctx.eval, o.evalBatches);
-        if (!loss)
-            return loss.error();
-        result.curve.push_back({step, step * B * T, bytesAll / K, *loss});
-        return {};
+    // Worker 0's own weights are kept in ownEnd where a later round needs them.
+    auto point = [&](int64_t step) {
+        return addCurvePoint(*workers[0], theta, ctx, step, B, bytesAll / K, &result);
     };
     if (auto st = point(0); !st)
         return st.error();

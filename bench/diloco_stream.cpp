@@ -132,14 +132,8 @@ Expected<RunResult> runStreaming(const RunContext& ctx, const Arm& arm, RunResul
     const double unitTokens = static_cast<double>(H) * B * T;
     double bytesAll = 0;  // summed over workers
     int64_t nextEval = o.evalEvery;
-    auto point = [&](int64_t step) -> Status {
-        if (auto st = (*evaluator)->loadParameters(theta); !st)
-            return st;
-        auto loss = evaluate(**evaluator, *ctx.eval, o.evalBatches);
-        if (!loss)
-            return loss.error();
-        result.curve.push_back({step, step * B * T, bytesAll / K, *loss});
-        return {};
+    auto point = [&](int64_t step) {
+        return addCurvePoint(**evaluator, theta, ctx, step, B, bytesAll / K, &result);
     };
     if (auto st = point(0); !st)
         return st.error();

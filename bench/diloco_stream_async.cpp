@@ -148,14 +148,8 @@ Expected<RunResult> runStreamingAsync(const RunContext& ctx, const Arm& arm, Run
     const double stepTokens = static_cast<double>(B) * T;
     double bytesAll = 0;
     int64_t nextEval = o.evalEvery;
-    auto point = [&](int64_t step) -> Status {
-        if (auto st = (*evaluator)->loadParameters(theta); !st)
-            return st;
-        auto loss = evaluate(**evaluator, *ctx.eval, o.evalBatches);
-        if (!loss)
-            return loss.error();
-        result.curve.push_back({step, step * B * T, bytesAll / K, *loss});
-        return {};
+    auto point = [&](int64_t step) {
+        return addCurvePoint(**evaluator, theta, ctx, step, B, bytesAll / K, &result);
     };
     if (auto st = point(0); !st)
         return st.error();

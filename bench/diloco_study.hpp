@@ -221,6 +221,10 @@ std::vector<BatchSampler> workerSamplers(const RunContext& ctx, int K, int seed)
 OuterConfig armOuter(const Options& o, const Arm& arm);
 // Mean validation loss over the first `batches` batches of set.
 Expected<double> evaluate(Backend& backend, const EvalSet& set, int batches);
+// One curve point: theta loaded into evaluator, its validation loss at `step` (B sequences per
+// worker step) appended to result->curve with the bytes one worker has uploaded so far.
+Status addCurvePoint(Backend& evaluator, std::span<const float> theta, const RunContext& ctx,
+                     int64_t step, int B, double bytesPerWorker, RunResult* result);
 // The seed of worker k's batch sampler: the same token stream for a worker in every arm.
 uint64_t workerDataSeed(int seed, int worker);
 // Streaming DiLoCo (arm.streamFragments > 0): diloco_stream.cpp, with async<S>
